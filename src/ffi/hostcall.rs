@@ -1,0 +1,1 @@
+//! ROCclr hostcall exports (filled by the hostcall work).

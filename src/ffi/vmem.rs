@@ -1,0 +1,1 @@
+//! IREE vmem exports (filled by the vmem work).

@@ -1,0 +1,1 @@
+//! ROCclr hostcall core.

@@ -1,0 +1,27 @@
+//! amdgpu-dropin: Rust replacements, with the same C ABI, for
+//!
+//! * IREE's AMDGPU virtual-memory utilities (`iree/hal/drivers/amdgpu/util/vmem.h`):
+//!   memory-pool lookup and the triple-mapped "magic" ringbuffer;
+//! * ROCclr's hostcall host side (`rochostcall.hpp`): the listener that serves
+//!   requests GPU waves post into lock-free packet stacks.
+//!
+//! Layering: `ffi/` holds only the `extern "C"` exports (argument checks, the
+//! panic boundary, status conversion); `vmem/` and `hostcall/` hold the safe
+//! logic; `hsa` is the one place HSA symbols are resolved and `status` the one
+//! place HSA statuses become IREE statuses. `unsafe` lives in small modules and
+//! every block carries a `// SAFETY:` comment.
+#![deny(unsafe_op_in_unsafe_fn)]
+// C-facing names mirror the originals (iree_status_t, hsa_agent_t, ...).
+#![allow(non_camel_case_types)]
+
+pub mod log;
+mod sys;
+pub mod status;
+pub mod hsa;
+pub mod ffi;
+
+#[cfg(feature = "iree-vmem")]
+pub mod vmem;
+
+#[cfg(feature = "rocclr-hostcall")]
+pub mod hostcall;

@@ -1,0 +1,66 @@
+//! Diagnostics to stderr, off by default.
+//!
+//! Follows ROCclr's convention: `AMD_LOG_LEVEL` = 0 (default) silent, 1 errors,
+//! 2 warnings, 3 info, 4 debug. Each message is written with a single
+//! `write(2)` so lines from concurrent threads never interleave. Logging never
+//! allocates on failure paths that matter and never panics.
+
+use core::sync::atomic::{AtomicU8, Ordering};
+use std::io::Write;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Level {
+    Error = 1,
+    Warning = 2,
+    Info = 3,
+    Debug = 4,
+}
+
+/// 0xFF = not read yet. Relaxed is enough: every thread computes the same
+/// value from the environment, so a race only repeats the same work.
+static LEVEL: AtomicU8 = AtomicU8::new(0xFF);
+
+/// The level from `AMD_LOG_LEVEL`, read once.
+pub fn max_level() -> u8 {
+    let cached = LEVEL.load(Ordering::Relaxed);
+    if cached != 0xFF {
+        return cached;
+    }
+    let level = std::env::var("AMD_LOG_LEVEL")
+        .ok()
+        .and_then(|v| v.trim().parse::<u8>().ok())
+        .unwrap_or(0)
+        .min(4);
+    LEVEL.store(level, Ordering::Relaxed);
+    level
+}
+
+pub fn enabled(level: Level) -> bool {
+    (level as u8) <= max_level()
+}
+
+/// Writes one line `amdgpu-dropin: <level>: <message>\n` with one write.
+pub fn write_line(level: Level, args: core::fmt::Arguments<'_>) {
+    let tag = match level {
+        Level::Error => "error",
+        Level::Warning => "warning",
+        Level::Info => "info",
+        Level::Debug => "debug",
+    };
+    let mut line = Vec::with_capacity(160);
+    let _ = write!(line, "amdgpu-dropin: {tag}: ");
+    let _ = line.write_fmt(args);
+    line.push(b'\n');
+    crate::sys::write_all(libc::STDERR_FILENO, &line);
+}
+
+/// `log!(Level::Warning, "fmt", args...)`: formats only when the level is on.
+#[macro_export]
+macro_rules! log {
+    ($level:expr, $($arg:tt)*) => {
+        if $crate::log::enabled($level) {
+            $crate::log::write_line($level, format_args!($($arg)*));
+        }
+    };
+}

@@ -1,0 +1,236 @@
+//! The one place HSA statuses become IREE statuses (`iree_status_t`).
+//!
+//! `iree_status_t` is pointer-sized; NULL is OK and the low 5 bits hold the
+//! code. A code-only value (`code as uintptr_t`) is valid in every IREE build.
+//! When the process provides IREE's status allocator we use it so statuses
+//! carry messages like upstream's; otherwise we return code-only statuses.
+
+use core::ffi::{c_char, c_void};
+use std::sync::OnceLock;
+
+use hsa_sys::*;
+
+/// `iree_status_t`
+pub type iree_status_t = *mut c_void;
+
+/// `iree_status_code_t` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum StatusCode {
+    Ok = 0,
+    Cancelled = 1,
+    Unknown = 2,
+    InvalidArgument = 3,
+    DeadlineExceeded = 4,
+    NotFound = 5,
+    AlreadyExists = 6,
+    PermissionDenied = 7,
+    ResourceExhausted = 8,
+    FailedPrecondition = 9,
+    Aborted = 10,
+    OutOfRange = 11,
+    Unimplemented = 12,
+    Internal = 13,
+    Unavailable = 14,
+    DataLoss = 15,
+    Unauthenticated = 16,
+    Deferred = 17,
+    Incompatible = 18,
+}
+
+/// IREE's `IREE_STATUS_CODE_MASK`.
+pub const STATUS_CODE_MASK: usize = 0x1F;
+
+/// HSA status → IREE status code, as IREE's libhsa maps them.
+pub fn code_from_hsa(status: hsa_status_t) -> StatusCode {
+    match status {
+        HSA_STATUS_SUCCESS => StatusCode::Ok,
+        HSA_STATUS_INFO_BREAK => StatusCode::Cancelled,
+        HSA_STATUS_ERROR => StatusCode::Unknown,
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+        | HSA_STATUS_ERROR_INVALID_QUEUE_CREATION
+        | HSA_STATUS_ERROR_INVALID_ALLOCATION
+        | HSA_STATUS_ERROR_INVALID_AGENT
+        | HSA_STATUS_ERROR_INVALID_REGION
+        | HSA_STATUS_ERROR_INVALID_SIGNAL
+        | HSA_STATUS_ERROR_INVALID_QUEUE
+        | HSA_STATUS_ERROR_INVALID_PACKET_FORMAT
+        | HSA_STATUS_ERROR_INVALID_ISA_NAME
+        | HSA_STATUS_ERROR_INVALID_CODE_OBJECT
+        | HSA_STATUS_ERROR_INVALID_EXECUTABLE
+        | HSA_STATUS_ERROR_INVALID_CODE_SYMBOL
+        | HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL
+        | HSA_STATUS_ERROR_INVALID_FILE
+        | HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER
+        | HSA_STATUS_ERROR_INVALID_CACHE
+        | HSA_STATUS_ERROR_INVALID_WAVEFRONT
+        | HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP
+        | HSA_STATUS_ERROR_INVALID_RUNTIME_STATE => StatusCode::InvalidArgument,
+        HSA_STATUS_ERROR_RESOURCE_FREE => StatusCode::Internal,
+        HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS | HSA_STATUS_ERROR_INVALID_ISA => {
+            StatusCode::Incompatible
+        }
+        HSA_STATUS_ERROR_OUT_OF_RESOURCES | HSA_STATUS_ERROR_REFCOUNT_OVERFLOW => {
+            StatusCode::ResourceExhausted
+        }
+        HSA_STATUS_ERROR_NOT_INITIALIZED
+        | HSA_STATUS_ERROR_FROZEN_EXECUTABLE
+        | HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED
+        | HSA_STATUS_ERROR_VARIABLE_UNDEFINED => StatusCode::FailedPrecondition,
+        HSA_STATUS_ERROR_INVALID_INDEX => StatusCode::OutOfRange,
+        HSA_STATUS_ERROR_INVALID_SYMBOL_NAME => StatusCode::NotFound,
+        HSA_STATUS_ERROR_EXCEPTION | HSA_STATUS_ERROR_FATAL => StatusCode::DataLoss,
+        _ => StatusCode::Unknown,
+    }
+}
+
+/// A failure inside the library: an IREE code plus a human message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub code: StatusCode,
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(code: StatusCode, message: impl Into<String>) -> Error {
+        Error { code, message: message.into() }
+    }
+
+    /// An HSA call `symbol` failed with `status`: message shaped like IREE's
+    /// wrappers, `[symbol] HSA_STATUS_...: details`.
+    pub fn from_hsa(symbol: &str, status: hsa_status_t, details: &str) -> Error {
+        let name = hsa_status_name(status)
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("HSA status {status:#x}"));
+        let message = if details.is_empty() {
+            format!("[{symbol}] {name}")
+        } else {
+            format!("[{symbol}] {name}: {details}")
+        };
+        Error { code: code_from_hsa(status), message }
+    }
+
+    pub fn invalid_argument(message: impl Into<String>) -> Error {
+        Error::new(StatusCode::InvalidArgument, message)
+    }
+}
+
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// `iree_string_view_t`
+#[repr(C)]
+struct StringView {
+    data: *const c_char,
+    size: usize,
+}
+
+/// `iree_status_allocate(code, file, line, message)` when the process has it.
+type StatusAllocateFn =
+    unsafe extern "C" fn(code: u32, file: *const c_char, line: u32, message: StringView) -> iree_status_t;
+
+fn status_allocator() -> Option<StatusAllocateFn> {
+    static ALLOCATOR: OnceLock<Option<StatusAllocateFn>> = OnceLock::new();
+    *ALLOCATOR.get_or_init(|| {
+        let ptr = crate::sys::dlsym_default(c"iree_status_allocate")?;
+        // SAFETY: IREE exports `iree_status_allocate` with exactly this signature
+        // (code, file, line, string view by value).
+        Some(unsafe { core::mem::transmute::<*mut c_void, StatusAllocateFn>(ptr) })
+    })
+}
+
+/// Converts a result to `iree_status_t`, with a message when IREE's allocator is present.
+pub fn to_iree_status(result: Result<()>) -> iree_status_t {
+    match result {
+        Ok(()) => core::ptr::null_mut(),
+        Err(error) => error_to_iree_status(&error),
+    }
+}
+
+pub fn error_to_iree_status(error: &Error) -> iree_status_t {
+    crate::log!(crate::log::Level::Info, "{}", error.message);
+    let code = error.code as u32;
+    if code == 0 {
+        return core::ptr::null_mut();
+    }
+    if let Some(allocate) = status_allocator() {
+        let view = StringView { data: error.message.as_ptr().cast(), size: error.message.len() };
+        // SAFETY: `allocate` is IREE's iree_status_allocate; it copies the message
+        // before returning, and the file string is a static NUL-terminated literal.
+        let status = unsafe { allocate(code, c"amdgpu-dropin".as_ptr(), 0, view) };
+        // An allocator that failed returns a code-only status itself; never
+        // hand out a status whose code does not match.
+        if (status as usize) & STATUS_CODE_MASK == code as usize {
+            return status;
+        }
+    }
+    code as usize as iree_status_t
+}
+
+/// The code of an `iree_status_t` (low 5 bits).
+pub fn status_code(status: iree_status_t) -> u32 {
+    (status as usize & STATUS_CODE_MASK) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_hsa_status_maps_as_iree_does() {
+        let expected: &[(hsa_status_t, StatusCode)] = &[
+            (HSA_STATUS_SUCCESS, StatusCode::Ok),
+            (HSA_STATUS_INFO_BREAK, StatusCode::Cancelled),
+            (HSA_STATUS_ERROR, StatusCode::Unknown),
+            (HSA_STATUS_ERROR_INVALID_ARGUMENT, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_QUEUE_CREATION, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_ALLOCATION, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_AGENT, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_REGION, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_SIGNAL, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_QUEUE, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_OUT_OF_RESOURCES, StatusCode::ResourceExhausted),
+            (HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_RESOURCE_FREE, StatusCode::Internal),
+            (HSA_STATUS_ERROR_NOT_INITIALIZED, StatusCode::FailedPrecondition),
+            (HSA_STATUS_ERROR_REFCOUNT_OVERFLOW, StatusCode::ResourceExhausted),
+            (HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS, StatusCode::Incompatible),
+            (HSA_STATUS_ERROR_INVALID_INDEX, StatusCode::OutOfRange),
+            (HSA_STATUS_ERROR_INVALID_ISA, StatusCode::Incompatible),
+            (HSA_STATUS_ERROR_INVALID_ISA_NAME, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_CODE_OBJECT, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_EXECUTABLE, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_FROZEN_EXECUTABLE, StatusCode::FailedPrecondition),
+            (HSA_STATUS_ERROR_INVALID_SYMBOL_NAME, StatusCode::NotFound),
+            (HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED, StatusCode::FailedPrecondition),
+            (HSA_STATUS_ERROR_VARIABLE_UNDEFINED, StatusCode::FailedPrecondition),
+            (HSA_STATUS_ERROR_EXCEPTION, StatusCode::DataLoss),
+            (HSA_STATUS_ERROR_INVALID_CODE_SYMBOL, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_FILE, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_CACHE, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_WAVEFRONT, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_INVALID_RUNTIME_STATE, StatusCode::InvalidArgument),
+            (HSA_STATUS_ERROR_FATAL, StatusCode::DataLoss),
+            (0x4242, StatusCode::Unknown),
+        ];
+        for (hsa, iree) in expected {
+            assert_eq!(code_from_hsa(*hsa), *iree, "HSA status {hsa:#x}");
+        }
+        // Every named HSA status is covered by the table above.
+        for (value, name) in HSA_STATUS_NAMES {
+            assert!(expected.iter().any(|(v, _)| v == value), "{name} not tested");
+        }
+    }
+
+    #[test]
+    fn code_only_statuses_without_iree() {
+        let status = to_iree_status(Err(Error::new(StatusCode::NotFound, "x")));
+        assert_eq!(status as usize, 5);
+        assert!(to_iree_status(Ok(())).is_null());
+        let e = Error::from_hsa("hsa_amd_vmem_map", HSA_STATUS_ERROR_OUT_OF_RESOURCES, "mapping 3");
+        assert_eq!(e.code, StatusCode::ResourceExhausted);
+        assert_eq!(e.message, "[hsa_amd_vmem_map] HSA_STATUS_ERROR_OUT_OF_RESOURCES: mapping 3");
+    }
+}

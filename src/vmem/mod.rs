@@ -1,0 +1,1 @@
+//! IREE vmem core.
