@@ -95,3 +95,48 @@ pub fn exact_symbol_name(addr: *const c_void) -> Option<&'static CStr> {
     // while a caller holds their function pointers.
     Some(unsafe { CStr::from_ptr(info.dli_sname) })
 }
+
+#[cfg(feature = "rocclr-hostcall")]
+/// Registers `child` to run in the child process after fork(2)
+/// (pthread_atfork with no prepare/parent handlers).
+pub fn register_atfork_child(child: unsafe extern "C" fn()) -> Result<(), String> {
+    // SAFETY: registers a function pointer that stays valid (this library is
+    // pinned with RTLD_NODELETE by the same caller); NULL handlers are allowed.
+    let rc = unsafe { libc::pthread_atfork(None, None, Some(child)) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::from_raw_os_error(rc).to_string())
+    }
+}
+
+#[cfg(feature = "rocclr-hostcall")]
+/// Makes the loaded object that contains `addr` permanent: dladdr finds its
+/// file, dlopen(RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) marks it never to be
+/// unloaded (dlclose then leaves it mapped). The extra reference is never
+/// closed. Returns the object's path.
+pub fn pin_object_containing(addr: *const c_void) -> Result<String, String> {
+    let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: `info` is writable storage for one Dl_info; dladdr does not dereference `addr`.
+    if unsafe { libc::dladdr(addr, info.as_mut_ptr()) } == 0 {
+        return Err("dladdr found no object for our own code".into());
+    }
+    // SAFETY: dladdr returned non-zero, so it filled `info`.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return Err("dladdr returned no file name".into());
+    }
+    // SAFETY: dli_fname is a NUL-terminated path owned by the loader, valid
+    // while the object is loaded (it is: it holds the code running now).
+    let path = unsafe { CStr::from_ptr(info.dli_fname) };
+    // SAFETY: `path` is NUL-terminated; the flags are valid. NOLOAD never loads
+    // anything new: it only adds a reference to (and NODELETE to) our object.
+    let handle = unsafe {
+        libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE)
+    };
+    let path = path.to_string_lossy().into_owned();
+    if handle.is_null() {
+        return Err(format!("dlopen({path}, RTLD_NOLOAD|RTLD_NODELETE): {}", last_dlerror()));
+    }
+    Ok(path)
+}

@@ -1,1 +1,375 @@
-//! IREE vmem exports (filled by the vmem work).
+//! The 8 exports of IREE's `iree/hal/drivers/amdgpu/util/vmem.h`.
+//!
+//! Each export only validates its arguments, runs inside `ffi_boundary!` and
+//! converts the result with `crate::status`; the logic is in `crate::vmem`.
+//! Out-parameters are zeroed first (when they can be written), as upstream
+//! does, so a failed call always leaves them zeroed. Every pointer is checked
+//! for NULL and alignment and every enum value for range before use: bad
+//! input is an INVALID_ARGUMENT status, never a crash.
+
+use core::ptr::NonNull;
+
+use hsa_sys::{
+    hsa_agent_t, hsa_amd_memory_access_desc_t, hsa_amd_memory_pool_global_flag_t,
+    hsa_amd_memory_pool_t,
+};
+
+use crate::log::Level;
+use crate::status::{iree_status_t, to_iree_status, Error, Result};
+use crate::vmem::abi::{
+    iree_device_size_t, iree_hal_amdgpu_libhsa_t, iree_hal_amdgpu_topology_t,
+    iree_hal_amdgpu_vmem_access_mode_t, iree_hal_amdgpu_vmem_memory_type_t,
+    iree_hal_amdgpu_vmem_ringbuffer_t, iree_host_size_t, AccessMode, MemoryType, LIBHSA_ALIGN,
+};
+use crate::vmem::libhsa_table::{self, Func, Hsa};
+use crate::vmem::{pool, ringbuffer, topology};
+
+/// Checks an out-pointer: non-NULL and aligned for `T`.
+fn out_ptr<T>(ptr: Option<NonNull<T>>, name: &str) -> Result<NonNull<T>> {
+    let ptr = ptr.ok_or_else(|| Error::invalid_argument(format!("{name} must not be NULL")))?;
+    if !ptr.as_ptr().is_aligned() {
+        return Err(Error::invalid_argument(format!(
+            "{name} {:p} is misaligned",
+            ptr.as_ptr()
+        )));
+    }
+    Ok(ptr)
+}
+
+/// Checks an input pointer: non-NULL and aligned to `align`.
+fn in_ptr<T>(ptr: *const T, name: &str, align: usize) -> Result<NonNull<T>> {
+    let ptr = NonNull::new(ptr.cast_mut())
+        .ok_or_else(|| Error::invalid_argument(format!("{name} must not be NULL")))?;
+    if (ptr.as_ptr() as usize) % align != 0 {
+        return Err(Error::invalid_argument(format!(
+            "{name} {:p} is misaligned",
+            ptr.as_ptr()
+        )));
+    }
+    Ok(ptr)
+}
+
+/// The HSA functions of the caller's table that `needed` lists.
+fn hsa_from(libhsa: NonNull<iree_hal_amdgpu_libhsa_t>, needed: &[Func]) -> Result<Hsa> {
+    // SAFETY: `libhsa` is non-NULL and aligned (checked by `in_ptr`); the
+    // export's contract says it is the caller's initialized IREE libhsa struct.
+    let functions = unsafe { libhsa_table::functions_for_table(libhsa.as_ptr()) };
+    functions.require(needed)
+}
+
+fn libhsa_arg(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+) -> Result<NonNull<iree_hal_amdgpu_libhsa_t>> {
+    in_ptr(libhsa, "libhsa", LIBHSA_ALIGN)
+}
+
+fn memory_type_arg(raw: iree_hal_amdgpu_vmem_memory_type_t) -> Result<MemoryType> {
+    MemoryType::from_raw(raw)
+        .ok_or_else(|| Error::invalid_argument(format!("unsupported vmem memory type {raw}")))
+}
+
+//===----------------------------------------------------------------------===//
+// Virtual Memory Utilities
+//===----------------------------------------------------------------------===//
+
+fn find(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    agent: hsa_agent_t,
+    match_flags: hsa_amd_memory_pool_global_flag_t,
+    out_pool: Option<NonNull<hsa_amd_memory_pool_t>>,
+) -> Result<()> {
+    let out = out_ptr(out_pool, "out_pool")?;
+    // SAFETY: `out` is non-NULL and aligned; the contract makes it writable.
+    unsafe { out.write(hsa_amd_memory_pool_t::default()) };
+    let hsa = hsa_from(libhsa_arg(libhsa)?, libhsa_table::FIND_FUNCS)?;
+    let found = pool::find_global_memory_pool(&hsa, agent, match_flags)?;
+    // SAFETY: as above.
+    unsafe { out.write(found) };
+    Ok(())
+}
+
+/// Finds the first memory pool of |agent| that is in the global segment,
+/// allows runtime allocation and has any of |match_flags|. |out_pool| is
+/// zeroed first; NOT_FOUND when no pool matches.
+///
+/// # Safety
+/// `libhsa` is NULL or an initialized `iree_hal_amdgpu_libhsa_t`; `out_pool`
+/// is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn iree_hal_amdgpu_find_global_memory_pool(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    agent: hsa_agent_t,
+    match_flags: hsa_amd_memory_pool_global_flag_t,
+    out_pool: Option<NonNull<hsa_amd_memory_pool_t>>,
+) -> iree_status_t {
+    ffi_boundary!("iree_hal_amdgpu_find_global_memory_pool", {
+        to_iree_status(find(libhsa, agent, match_flags, out_pool))
+    })
+}
+
+/// Finds an allocatable coarse-grained global memory pool of |agent|
+/// (HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED).
+///
+/// # Safety
+/// As `iree_hal_amdgpu_find_global_memory_pool`.
+#[no_mangle]
+pub unsafe extern "C" fn iree_hal_amdgpu_find_coarse_global_memory_pool(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    agent: hsa_agent_t,
+    out_pool: Option<NonNull<hsa_amd_memory_pool_t>>,
+) -> iree_status_t {
+    ffi_boundary!("iree_hal_amdgpu_find_coarse_global_memory_pool", {
+        to_iree_status(find(libhsa, agent, pool::COARSE_FLAGS, out_pool))
+    })
+}
+
+/// Finds an allocatable fine-grained global memory pool of |agent|
+/// (HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED or
+/// HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED).
+///
+/// # Safety
+/// As `iree_hal_amdgpu_find_global_memory_pool`.
+#[no_mangle]
+pub unsafe extern "C" fn iree_hal_amdgpu_find_fine_global_memory_pool(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    agent: hsa_agent_t,
+    out_pool: Option<NonNull<hsa_amd_memory_pool_t>>,
+) -> iree_status_t {
+    ffi_boundary!("iree_hal_amdgpu_find_fine_global_memory_pool", {
+        to_iree_status(find(libhsa, agent, pool::FINE_FLAGS, out_pool))
+    })
+}
+
+/// Like `iree_hal_amdgpu_find_coarse_global_memory_pool` but returns whether a
+/// pool was found (into |out_pool|) instead of a status.
+///
+/// # Safety
+/// As `iree_hal_amdgpu_find_global_memory_pool`.
+#[no_mangle]
+pub unsafe extern "C" fn iree_hal_amdgpu_try_find_coarse_global_memory_pool(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    agent: hsa_agent_t,
+    out_pool: Option<NonNull<hsa_amd_memory_pool_t>>,
+) -> bool {
+    ffi_boundary!("iree_hal_amdgpu_try_find_coarse_global_memory_pool", {
+        find(libhsa, agent, pool::COARSE_FLAGS, out_pool).is_ok()
+    })
+}
+
+/// Like `iree_hal_amdgpu_find_fine_global_memory_pool` but returns whether a
+/// pool was found (into |out_pool|) instead of a status.
+///
+/// # Safety
+/// As `iree_hal_amdgpu_find_global_memory_pool`.
+#[no_mangle]
+pub unsafe extern "C" fn iree_hal_amdgpu_try_find_fine_global_memory_pool(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    agent: hsa_agent_t,
+    out_pool: Option<NonNull<hsa_amd_memory_pool_t>>,
+) -> bool {
+    ffi_boundary!("iree_hal_amdgpu_try_find_fine_global_memory_pool", {
+        find(libhsa, agent, pool::FINE_FLAGS, out_pool).is_ok()
+    })
+}
+
+//===----------------------------------------------------------------------===//
+// iree_hal_amdgpu_vmem_ringbuffer_t
+//===----------------------------------------------------------------------===//
+
+fn zeroed_out(
+    out: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
+) -> Result<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>> {
+    let out = out_ptr(out, "out_ringbuffer")?;
+    // SAFETY: `out` is non-NULL and aligned; the contract makes it writable.
+    unsafe { out.write(iree_hal_amdgpu_vmem_ringbuffer_t::ZEROED) };
+    Ok(out)
+}
+
+fn initialize(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    memory_pool: hsa_amd_memory_pool_t,
+    memory_type: iree_hal_amdgpu_vmem_memory_type_t,
+    min_capacity: iree_device_size_t,
+    access_desc_count: iree_host_size_t,
+    access_descs: *const hsa_amd_memory_access_desc_t,
+    out_ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
+) -> Result<()> {
+    let out = zeroed_out(out_ringbuffer)?;
+    let libhsa = libhsa_arg(libhsa)?;
+    let memory_type = memory_type_arg(memory_type)?;
+    let descs: &[hsa_amd_memory_access_desc_t] = if access_desc_count == 0 {
+        &[]
+    } else {
+        let ptr = in_ptr(
+            access_descs,
+            "access_descs",
+            core::mem::align_of::<hsa_amd_memory_access_desc_t>(),
+        )?;
+        if access_desc_count
+            > isize::MAX as usize / core::mem::size_of::<hsa_amd_memory_access_desc_t>()
+        {
+            return Err(Error::invalid_argument(format!(
+                "access_desc_count {access_desc_count} is too large"
+            )));
+        }
+        // SAFETY: non-NULL, aligned, size in range (checked above); the
+        // contract says `access_descs` holds `access_desc_count` descriptors
+        // that stay unchanged during the call.
+        unsafe { core::slice::from_raw_parts(ptr.as_ptr(), access_desc_count) }
+    };
+    let hsa = hsa_from(libhsa, libhsa_table::INITIALIZE_FUNCS)?;
+    let ringbuffer = ringbuffer::initialize(&hsa, memory_pool, memory_type, min_capacity, descs)?;
+    // SAFETY: as in `zeroed_out`.
+    unsafe { out.write(ringbuffer) };
+    Ok(())
+}
+
+/// Creates a ringbuffer of at least |min_capacity| bytes (rounded up to the
+/// pool's recommended allocation granule) whose physical memory, allocated
+/// from |memory_pool| with |memory_type|, is mapped three times back to back;
+/// each view gets the |access_desc_count| descriptors of |access_descs|
+/// (at least one is required). |out_ringbuffer| is zeroed first and stays
+/// zeroed on failure, and a failure leaves nothing allocated or mapped.
+///
+/// # Safety
+/// `libhsa` is NULL or an initialized `iree_hal_amdgpu_libhsa_t`;
+/// `access_descs` is NULL or points to `access_desc_count` descriptors;
+/// `out_ringbuffer` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn iree_hal_amdgpu_vmem_ringbuffer_initialize(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    local_agent: hsa_agent_t,
+    memory_pool: hsa_amd_memory_pool_t,
+    memory_type: iree_hal_amdgpu_vmem_memory_type_t,
+    min_capacity: iree_device_size_t,
+    access_desc_count: iree_host_size_t,
+    access_descs: *const hsa_amd_memory_access_desc_t,
+    out_ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
+) -> iree_status_t {
+    // As upstream, the local agent plays no part when descriptors are explicit.
+    let _ = local_agent;
+    ffi_boundary!("iree_hal_amdgpu_vmem_ringbuffer_initialize", {
+        to_iree_status(initialize(
+            libhsa,
+            memory_pool,
+            memory_type,
+            min_capacity,
+            access_desc_count,
+            access_descs,
+            out_ringbuffer,
+        ))
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn initialize_with_topology(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    local_agent: hsa_agent_t,
+    memory_pool: hsa_amd_memory_pool_t,
+    memory_type: iree_hal_amdgpu_vmem_memory_type_t,
+    min_capacity: iree_device_size_t,
+    topology: *const iree_hal_amdgpu_topology_t,
+    access_mode: iree_hal_amdgpu_vmem_access_mode_t,
+    out_ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
+) -> Result<()> {
+    let out = zeroed_out(out_ringbuffer)?;
+    let libhsa = libhsa_arg(libhsa)?;
+    let topology = in_ptr(
+        topology,
+        "topology",
+        core::mem::align_of::<iree_hal_amdgpu_topology_t>(),
+    )?;
+    // SAFETY: non-NULL and aligned; the contract says it is a readable
+    // topology, unchanged during the call; every bit pattern is a valid value.
+    let topology = unsafe { topology.as_ref() };
+    topology::validate(topology)?;
+    let mode = AccessMode::from_raw(access_mode)
+        .ok_or_else(|| Error::invalid_argument(format!("unhandled access mode {access_mode}")))?;
+    let memory_type = memory_type_arg(memory_type)?;
+    let descs = topology::access_descriptors(topology, local_agent, mode);
+    let hsa = hsa_from(libhsa, libhsa_table::INITIALIZE_FUNCS)?;
+    let ringbuffer = ringbuffer::initialize(&hsa, memory_pool, memory_type, min_capacity, &descs)?;
+    // SAFETY: as in `zeroed_out`.
+    unsafe { out.write(ringbuffer) };
+    Ok(())
+}
+
+/// Like `iree_hal_amdgpu_vmem_ringbuffer_initialize` with the access
+/// descriptors derived from |topology| and |access_mode|: SHARED gives every
+/// topology agent read/write; EXCLUSIVE gives |local_agent| read/write and no
+/// one else access; EXCLUSIVE_CONSUMER gives |local_agent| read and every
+/// other agent write; EXCLUSIVE_PRODUCER gives |local_agent| write and every
+/// other agent read.
+///
+/// # Safety
+/// `libhsa` is NULL or an initialized `iree_hal_amdgpu_libhsa_t`; `topology`
+/// is NULL or a readable `iree_hal_amdgpu_topology_t`; `out_ringbuffer` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    local_agent: hsa_agent_t,
+    memory_pool: hsa_amd_memory_pool_t,
+    memory_type: iree_hal_amdgpu_vmem_memory_type_t,
+    min_capacity: iree_device_size_t,
+    topology: *const iree_hal_amdgpu_topology_t,
+    access_mode: iree_hal_amdgpu_vmem_access_mode_t,
+    out_ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
+) -> iree_status_t {
+    ffi_boundary!(
+        "iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology",
+        {
+            to_iree_status(initialize_with_topology(
+                libhsa,
+                local_agent,
+                memory_pool,
+                memory_type,
+                min_capacity,
+                topology,
+                access_mode,
+                out_ringbuffer,
+            ))
+        }
+    )
+}
+
+fn deinitialize(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
+) -> Result<()> {
+    let ptr = out_ptr(ringbuffer, "ringbuffer")?;
+    // SAFETY: non-NULL and aligned; the contract says it is readable and writable.
+    let state = unsafe { ptr.read() };
+    if state.alloc_handle.handle != 0 || !state.va_base_ptr.is_null() {
+        let hsa = hsa_from(libhsa_arg(libhsa)?, libhsa_table::DEINITIALIZE_FUNCS)?;
+        ringbuffer::deinitialize(&hsa, &state)?;
+    }
+    // SAFETY: as above.
+    unsafe { ptr.write(iree_hal_amdgpu_vmem_ringbuffer_t::ZEROED) };
+    Ok(())
+}
+
+/// Unmaps and releases everything |ringbuffer| holds and zeroes it. A zeroed
+/// ringbuffer is left as is. If the ringbuffer cannot be released (NULL
+/// arguments, a table without the needed HSA functions, a corrupt struct) the
+/// reason is logged and the struct is left unchanged.
+///
+/// # Safety
+/// `libhsa` is NULL or an initialized `iree_hal_amdgpu_libhsa_t`;
+/// `ringbuffer` is NULL or a readable and writable ringbuffer that was zeroed
+/// or initialized by this library and not yet deinitialized.
+#[no_mangle]
+pub unsafe extern "C" fn iree_hal_amdgpu_vmem_ringbuffer_deinitialize(
+    libhsa: *const iree_hal_amdgpu_libhsa_t,
+    ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
+) {
+    ffi_boundary!("iree_hal_amdgpu_vmem_ringbuffer_deinitialize", {
+        if let Err(error) = deinitialize(libhsa, ringbuffer) {
+            crate::log!(
+                Level::Error,
+                "iree_hal_amdgpu_vmem_ringbuffer_deinitialize: {}",
+                error.message
+            );
+        }
+    })
+}

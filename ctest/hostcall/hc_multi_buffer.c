@@ -1,0 +1,214 @@
+/* Several buffers served at once, with buffers enabled and disabled from
+ * other threads while waves keep calling. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_sim.h"
+#include "hc_test.h"
+#include "rochostcall.hpp"
+
+#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
+
+/* A function call on every lane of one full wave, checked. */
+static int one_checked_call(void* buffer, uint64_t salt) {
+  uint64_t lanes[64][8];
+  uint64_t in[64][8];
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    lanes[lane][0] = (uint64_t)(uintptr_t)&device_sim_fc_hash;
+    for (uint32_t w = 1; w < 8; ++w) lanes[lane][w] = salt * 131 + lane * 8 + w;
+  }
+  memcpy(in, lanes, sizeof(in));
+  int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, lanes, TIMEOUT_NS);
+  if (rc != 0) return rc;
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    uint64_t expected[2];
+    device_sim_fc_expected(&in[lane][1], expected);
+    if (lanes[lane][0] != expected[0] || lanes[lane][1] != expected[1]) return 1;
+  }
+  return 0;
+}
+
+/* 8 buffers (mixed packet counts), 16 waves spread over them. */
+static void test_many_buffers_served_at_once(void) {
+  enum { B = 8 };
+  static const uint32_t counts[B] = {2, 3, 4, 5, 16, 17, 64, 100};
+  void* buffers[B];
+  for (int i = 0; i < B; ++i) {
+    buffers[i] = hc_alloc_buffer(counts[i]);
+    HC_REQUIRE(buffers[i] != NULL && enableHostcalls(buffers[i], counts[i], &buffers[i]),
+               "enable %d", i);
+  }
+  device_sim_waves_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.buffers = buffers;
+  config.buffer_count = B;
+  config.waves = 16;
+  config.calls_per_wave = 1500;
+  config.seed = 7;
+  config.timeout_ns = TIMEOUT_NS;
+  config.check_inactive_lanes = true;
+  device_sim_waves_result_t result;
+  int rc = device_sim_run_waves(&config, &result);
+  HC_CHECK(rc == 0 && result.calls == 16u * 1500u, "%llu calls, %llu errors, %llu mismatches: %s",
+           (unsigned long long)result.calls, (unsigned long long)result.errors,
+           (unsigned long long)result.mismatches, result.first_failure);
+  for (int i = 0; i < B; ++i) {
+    disableHostcalls(buffers[i], &buffers[i]);
+    hc_free_buffer(buffers[i]);
+  }
+}
+
+typedef struct churn {
+  _Atomic int stop;
+  uint64_t cycles;
+  int failures;
+  char failure[200];
+  uint32_t base;
+} churn_t;
+
+/* Enables a fresh buffer, makes checked calls on it, disables it; again. */
+static void* churn_main(void* arg) {
+  churn_t* churn = (churn_t*)arg;
+  uint32_t n = 2 + churn->base % 7;
+  /* Relaxed: stop is a plain request flag. */
+  while (!atomic_load_explicit(&churn->stop, memory_order_relaxed)) {
+    void* buffer = hc_alloc_buffer(n);
+    if (buffer == NULL || !enableHostcalls(buffer, n, buffer)) {
+      churn->failures++;
+      snprintf(churn->failure, sizeof(churn->failure), "enable failed at cycle %llu",
+               (unsigned long long)churn->cycles);
+      hc_free_buffer(buffer);
+      break;
+    }
+    for (int call = 0; call < 3; ++call) {
+      int rc = one_checked_call(buffer, churn->cycles * 3 + (uint64_t)call);
+      if (rc != 0) {
+        churn->failures++;
+        snprintf(churn->failure, sizeof(churn->failure), "call on churned buffer (n=%u): %s", n,
+                 rc > 0 ? "wrong result" : device_sim_error_string(rc));
+        break;
+      }
+    }
+    disableHostcalls(buffer, buffer);
+    hc_free_buffer(buffer);
+    churn->cycles++;
+    n = 2 + (n + 3) % 9;
+    if (churn->failures) break;
+  }
+  return NULL;
+}
+
+/* Waves on 4 permanent buffers while 2 threads churn other buffers. */
+static void test_churn_while_serving(void) {
+  enum { B = 4 };
+  void* buffers[B];
+  for (int i = 0; i < B; ++i) {
+    buffers[i] = hc_alloc_buffer(8);
+    HC_REQUIRE(buffers[i] != NULL && enableHostcalls(buffers[i], 8, NULL), "enable %d", i);
+  }
+  device_sim_waves_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.buffers = buffers;
+  config.buffer_count = B;
+  config.waves = 8;
+  config.calls_per_wave = 1500;
+  config.seed = 11;
+  config.timeout_ns = TIMEOUT_NS;
+  device_sim_waves_t* waves = device_sim_waves_start(&config);
+  HC_REQUIRE(waves != NULL, "start waves");
+
+  churn_t churns[2];
+  pthread_t threads[2];
+  for (int i = 0; i < 2; ++i) {
+    memset(&churns[i], 0, sizeof(churns[i]));
+    churns[i].base = (uint32_t)i * 3;
+    pthread_create(&threads[i], NULL, churn_main, &churns[i]);
+  }
+  device_sim_waves_result_t result;
+  int rc = device_sim_waves_join(waves, &result);
+  for (int i = 0; i < 2; ++i) {
+    atomic_store_explicit(&churns[i].stop, 1, memory_order_relaxed);
+    pthread_join(threads[i], NULL);
+    HC_CHECK(churns[i].failures == 0, "churn thread %d: %s", i, churns[i].failure);
+    HC_CHECK(churns[i].cycles > 0, "churn thread %d made no cycle", i);
+    printf("  churn thread %d: %llu enable/disable cycles\n", i,
+           (unsigned long long)churns[i].cycles);
+  }
+  HC_CHECK(rc == 0 && result.calls == 8u * 1500u, "%llu calls, %llu errors, %llu mismatches: %s",
+           (unsigned long long)result.calls, (unsigned long long)result.errors,
+           (unsigned long long)result.mismatches, result.first_failure);
+  for (int i = 0; i < B; ++i) {
+    disableHostcalls(buffers[i], NULL);
+    hc_free_buffer(buffers[i]);
+  }
+}
+
+/* No buffer stays enabled: the listener starts and stops on every cycle
+ * while another thread does the same. */
+static void test_listener_start_stop_churn(void) {
+  int threads_before = hc_thread_count();
+  uint64_t signals_before = hc_live_signals();
+  churn_t churns[2];
+  pthread_t threads[2];
+  for (int i = 0; i < 2; ++i) {
+    memset(&churns[i], 0, sizeof(churns[i]));
+    churns[i].base = (uint32_t)i;
+    pthread_create(&threads[i], NULL, churn_main, &churns[i]);
+  }
+  hc_sleep_ms(700);
+  for (int i = 0; i < 2; ++i) {
+    atomic_store_explicit(&churns[i].stop, 1, memory_order_relaxed);
+    pthread_join(threads[i], NULL);
+    HC_CHECK(churns[i].failures == 0, "churn thread %d: %s", i, churns[i].failure);
+    HC_CHECK(churns[i].cycles > 0, "churn thread %d made no cycle", i);
+    printf("  churn thread %d: %llu cycles\n", i, (unsigned long long)churns[i].cycles);
+  }
+  int threads_after = hc_wait_thread_count(threads_before, 2000);
+  HC_CHECK(threads_after == threads_before, "threads %d before, %d after", threads_before,
+           threads_after);
+  HC_CHECK(hc_live_signals() == signals_before, "signals %llu before, %llu after",
+           (unsigned long long)signals_before, (unsigned long long)hc_live_signals());
+}
+
+/* Disabling one buffer while its neighbours are busy leaves them served;
+ * re-enabling the same memory works (fresh initialization). */
+static void test_disable_one_of_many(void) {
+  void* a = hc_alloc_buffer(8);
+  void* b = hc_alloc_buffer(8);
+  HC_REQUIRE(enableHostcalls(a, 8, NULL) && enableHostcalls(b, 8, NULL), "enable");
+  void* buffers[1] = {a};
+  device_sim_waves_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.buffers = buffers;
+  config.buffer_count = 1;
+  config.waves = 4;
+  config.calls_per_wave = 2000;
+  config.seed = 5;
+  config.timeout_ns = TIMEOUT_NS;
+  device_sim_waves_t* waves = device_sim_waves_start(&config);
+  HC_REQUIRE(waves != NULL, "start");
+  for (int i = 0; i < 50; ++i) {
+    HC_CHECK(one_checked_call(b, (uint64_t)i) == 0, "call on b");
+    disableHostcalls(b, NULL);
+    memset(b, 0, getHostcallBufferSize(8));
+    HC_CHECK(enableHostcalls(b, 8, NULL), "re-enable b");
+  }
+  device_sim_waves_result_t result;
+  HC_CHECK(device_sim_waves_join(waves, &result) == 0, "waves on a: %s", result.first_failure);
+  disableHostcalls(a, NULL);
+  disableHostcalls(b, NULL);
+  hc_free_buffer(a);
+  hc_free_buffer(b);
+}
+
+int main(void) {
+  hc_hsa_init();
+  HC_RUN(test_many_buffers_served_at_once);
+  HC_RUN(test_churn_while_serving);
+  HC_RUN(test_listener_start_stop_churn);
+  HC_RUN(test_disable_one_of_many);
+  return hc_failures == 0 ? 0 : 1;
+}

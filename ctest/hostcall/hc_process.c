@@ -1,0 +1,238 @@
+/* Process-level robustness: exiting (from any thread, during traffic, during a
+ * slow or stuck host function) with buffers enabled neither hangs nor
+ * crashes; a forked child does not inherit a half-running listener. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "device_sim.h"
+#include "hc_test.h"
+#include "hsa_sim.h"
+#include "rochostcall.hpp"
+
+#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
+/* A child that has not exited by then is hung. */
+#define EXIT_DEADLINE_MS 5000u
+
+static int call_ok(void* buffer, uint64_t salt) {
+  uint64_t lanes[64][8];
+  uint64_t in[64][8];
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    lanes[lane][0] = (uint64_t)(uintptr_t)&device_sim_fc_hash;
+    for (uint32_t w = 1; w < 8; ++w) lanes[lane][w] = salt * 31 + lane * 8 + w;
+  }
+  memcpy(in, lanes, sizeof(in));
+  int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, lanes, TIMEOUT_NS);
+  if (rc != 0) return rc;
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    uint64_t expected[2];
+    device_sim_fc_expected(&in[lane][1], expected);
+    if (lanes[lane][0] != expected[0] || lanes[lane][1] != expected[1]) return 1;
+  }
+  return 0;
+}
+
+static device_sim_waves_t* start_waves(void* const* buffers, uint32_t count, uint32_t waves,
+                                       uint32_t calls) {
+  device_sim_waves_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.buffers = buffers;
+  config.buffer_count = count;
+  config.waves = waves;
+  config.calls_per_wave = calls;
+  config.seed = 3;
+  config.timeout_ns = TIMEOUT_NS;
+  return device_sim_waves_start(&config);
+}
+
+/* ---- exit ------------------------------------------------------------------ */
+
+static void* exit_thread(void* arg) {
+  exit((int)(intptr_t)arg);
+  return NULL;
+}
+
+/* exit() from another thread while 8 waves are mid-flight on 2 buffers. */
+static int child_exit_from_thread(void) {
+  hc_hsa_init();
+  static void* buffers[2];
+  for (int i = 0; i < 2; ++i) {
+    buffers[i] = hc_alloc_buffer(8);
+    if (!enableHostcalls(buffers[i], 8, NULL)) return 2;
+  }
+  if (call_ok(buffers[0], 1) != 0) return 3;
+  device_sim_waves_t* waves = start_waves(buffers, 2, 8, 0);
+  if (waves == NULL) return 4;
+  hc_sleep_ms(100);
+  pthread_t thread;
+  pthread_create(&thread, NULL, exit_thread, (void*)(intptr_t)42);
+  for (;;) pause();
+}
+
+/* Return from main with a buffer enabled and the listener idle. */
+static int child_exit_idle(void) {
+  hc_hsa_init();
+  void* buffer = hc_alloc_buffer(4);
+  if (!enableHostcalls(buffer, 4, NULL)) return 2;
+  if (call_ok(buffer, 1) != 0) return 3;
+  return 43;
+}
+
+static _Atomic int service_entered = 0;
+
+/* FUNCTION_CALL host functions that take long or never return. */
+static void slow_host_function(uint64_t out[2], const uint64_t in[7]) {
+  service_entered = 1;
+  hc_sleep_ms(300);
+  out[0] = in[0];
+  out[1] = in[1];
+}
+
+static void stuck_host_function(uint64_t out[2], const uint64_t in[7]) {
+  service_entered = 1;
+  for (;;) pause();
+  out[0] = in[0];
+}
+
+typedef void (*host_fn)(uint64_t out[2], const uint64_t in[7]);
+
+static void* call_thread(void* arg) {
+  void* buffer = ((void**)arg)[0];
+  host_fn fn = (host_fn)(uintptr_t)((void**)arg)[1];
+  uint64_t lanes[64][8];
+  memset(lanes, 0, sizeof(lanes));
+  lanes[0][0] = (uint64_t)(uintptr_t)fn;
+  device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, lanes, 60ull * 1000000000ull);
+  return NULL;
+}
+
+static int exit_during(host_fn fn, int code) {
+  hc_hsa_init();
+  static void* buffer;
+  buffer = hc_alloc_buffer(4);
+  if (!enableHostcalls(buffer, 4, NULL)) return 2;
+  static void* arg[2];
+  arg[0] = buffer;
+  arg[1] = (void*)(uintptr_t)fn;
+  pthread_t thread;
+  pthread_create(&thread, NULL, call_thread, arg);
+  for (int i = 0; i < 2000 && !service_entered; ++i) hc_sleep_ms(1);
+  if (!service_entered) return 5;
+  exit(code);
+}
+
+static int child_exit_during_slow_service(void) { return exit_during(slow_host_function, 44); }
+static int child_exit_during_stuck_service(void) { return exit_during(stuck_host_function, 45); }
+
+static void expect_exit(const char* name, int code) {
+  hc_child_result_t r;
+  HC_REQUIRE(hc_spawn_child(name, NULL, EXIT_DEADLINE_MS, &r), "spawn %s", name);
+  HC_CHECK(r.exited && r.exit_code == code, "%s: want exit %d; child %s", name, code,
+           hc_child_describe(&r));
+  printf("  %s: exit after %llu ms\n", name, (unsigned long long)r.elapsed_ms);
+}
+
+static void test_exit_from_other_thread_mid_flight(void) {
+  expect_exit("exit_from_thread", 42);
+}
+static void test_exit_with_idle_listener(void) { expect_exit("exit_idle", 43); }
+static void test_exit_during_slow_service(void) { expect_exit("exit_slow", 44); }
+static void test_exit_during_stuck_service(void) { expect_exit("exit_stuck", 45); }
+
+/* ---- fork ------------------------------------------------------------------ */
+
+static void* parent_buffer;
+
+/* In the child of a process whose listener was serving waves: only this
+ * thread exists; a fresh buffer is served; the inherited registration can be
+ * disabled without hanging. */
+static int fork_child_body(void) {
+  int failures = 0;
+  int threads = hc_thread_count();
+  if (threads != 1) {
+    fprintf(stderr, "child has %d threads\n", threads);
+    failures++;
+  }
+  void* fresh = hc_alloc_buffer(4);
+  if (!enableHostcalls(fresh, 4, NULL)) {
+    fprintf(stderr, "child: enable of a fresh buffer failed\n");
+    return 2;
+  }
+  for (int i = 0; i < 20; ++i) {
+    int rc = call_ok(fresh, (uint64_t)i);
+    if (rc != 0) {
+      fprintf(stderr, "child: call %d on the fresh buffer: %d\n", i, rc);
+      return 3;
+    }
+  }
+  void* buffers[1] = {fresh};
+  device_sim_waves_result_t result;
+  device_sim_waves_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.buffers = buffers;
+  config.buffer_count = 1;
+  config.waves = 4;
+  config.calls_per_wave = 200;
+  config.seed = 77;
+  config.timeout_ns = TIMEOUT_NS;
+  if (device_sim_run_waves(&config, &result) != 0) {
+    fprintf(stderr, "child waves: %s\n", result.first_failure);
+    failures++;
+  }
+  disableHostcalls(parent_buffer, NULL);
+  disableHostcalls(fresh, NULL);
+  if (hc_wait_thread_count(1, 2000) != 1) {
+    fprintf(stderr, "child: listener not stopped\n");
+    failures++;
+  }
+  return failures ? 1 : 0;
+}
+
+/* A child that exits at once (atexit handlers run) with the inherited state. */
+static int fork_child_exit_at_once(void) { exit(46); }
+
+static void test_fork_with_listener_running(void) {
+  parent_buffer = hc_alloc_buffer(8);
+  HC_REQUIRE(enableHostcalls(parent_buffer, 8, NULL), "enable");
+  HC_CHECK(call_ok(parent_buffer, 1) == 0, "parent call");
+  void* buffers[1] = {parent_buffer};
+  device_sim_waves_t* waves = start_waves(buffers, 1, 4, 0);
+  HC_REQUIRE(waves != NULL, "start waves");
+  hc_sleep_ms(30);
+  for (int round = 0; round < 3; ++round) {
+    hc_child_result_t r;
+    HC_CHECK(hc_fork_child(fork_child_body, 15000, &r), "fork");
+    HC_CHECK(r.exited && r.exit_code == 0, "round %d: child %s", round, hc_child_describe(&r));
+    HC_CHECK(hc_fork_child(fork_child_exit_at_once, EXIT_DEADLINE_MS, &r), "fork");
+    HC_CHECK(r.exited && r.exit_code == 46, "round %d: exiting child %s", round,
+             hc_child_describe(&r));
+  }
+  device_sim_waves_stop(waves);
+  device_sim_waves_result_t result;
+  HC_CHECK(device_sim_waves_join(waves, &result) == 0, "parent waves: %s", result.first_failure);
+  HC_CHECK(result.calls > 0, "parent waves made no call");
+  printf("  parent waves: %llu calls during the forks\n", (unsigned long long)result.calls);
+  HC_CHECK(call_ok(parent_buffer, 2) == 0, "parent call after the forks");
+  disableHostcalls(parent_buffer, NULL);
+  hc_free_buffer(parent_buffer);
+}
+
+int main(int argc, char** argv) {
+  static const hc_child_case_t cases[] = {
+      {"exit_from_thread", child_exit_from_thread},
+      {"exit_idle", child_exit_idle},
+      {"exit_slow", child_exit_during_slow_service},
+      {"exit_stuck", child_exit_during_stuck_service},
+      {NULL, NULL},
+  };
+  hc_child_main(argc, argv, cases);
+  hc_hsa_init();
+  HC_RUN(test_exit_with_idle_listener);
+  HC_RUN(test_exit_from_other_thread_mid_flight);
+  HC_RUN(test_exit_during_slow_service);
+  HC_RUN(test_exit_during_stuck_service);
+  HC_RUN(test_fork_with_listener_running);
+  return hc_failures == 0 ? 0 : 1;
+}

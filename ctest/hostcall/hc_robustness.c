@@ -1,0 +1,391 @@
+/* Robustness where upstream fails: malformed packets crafted directly in the
+ * buffer (index outside the buffer, unknown service, activemask 0), lost and
+ * coalesced doorbell rings. Cases that must observe the library's log run in
+ * a fresh child process with AMD_LOG_LEVEL set and stderr captured. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_sim.h"
+#include "hc_test.h"
+#include "hsa_sim.h"
+#include "rochostcall.hpp"
+
+#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
+#define CHILD_TIMEOUT_MS 20000u
+/* Warnings and errors: what a user turning logging on sees. */
+#define LOG_ENV "AMD_LOG_LEVEL=2"
+
+static void fill_fc(uint64_t lanes[64][8], uint64_t salt) {
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    lanes[lane][0] = (uint64_t)(uintptr_t)&device_sim_fc_hash;
+    for (uint32_t w = 1; w < 8; ++w) lanes[lane][w] = salt * 977 + lane * 8 + w;
+  }
+}
+
+static int check_fc(const uint64_t in[64][8], const uint64_t out[64][8], uint64_t mask) {
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    if (!(mask & (1ull << lane))) continue;
+    uint64_t expected[2];
+    device_sim_fc_expected(&in[lane][1], expected);
+    if (out[lane][0] != expected[0] || out[lane][1] != expected[1]) return 1;
+  }
+  return 0;
+}
+
+static int call_ok(void* buffer, uint64_t salt) {
+  uint64_t lanes[64][8];
+  uint64_t in[64][8];
+  fill_fc(lanes, salt);
+  memcpy(in, lanes, sizeof(in));
+  int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, lanes, TIMEOUT_NS);
+  if (rc != 0) return rc;
+  return check_fc((const uint64_t(*)[8])in, (const uint64_t(*)[8])lanes, ~0ull);
+}
+
+static int run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, char* why,
+                     size_t why_size) {
+  void* buffers[1] = {buffer};
+  device_sim_waves_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.buffers = buffers;
+  config.buffer_count = 1;
+  config.waves = waves;
+  config.calls_per_wave = calls;
+  config.seed = seed;
+  config.timeout_ns = TIMEOUT_NS;
+  config.check_inactive_lanes = true;
+  device_sim_waves_result_t result;
+  int rc = device_sim_run_waves(&config, &result);
+  snprintf(why, why_size, "%s", result.first_failure);
+  return rc;
+}
+
+#define CHILD_CHECK(cond, ...)                                          \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf(stderr, "CHILD FAIL line %d: %s: ", __LINE__, #cond);     \
+      fprintf(stderr, __VA_ARGS__);                                     \
+      fputc('\n', stderr);                                              \
+      failures++;                                                       \
+    }                                                                   \
+  } while (0)
+
+/* ---- index outside the buffer ------------------------------------------- */
+
+/* For each n that is not a power of two, a buffer that ends right before a
+ * PROT_NONE guard region large enough to cover every index up to the mask:
+ * a tagged pointer naming an index >= n is pushed onto the ready stack and
+ * the doorbell rung. The host must drop it without reading or writing
+ * outside the buffer (the guard faults) or writing inside it (byte compare),
+ * and keep serving valid packets, including one pushed on top of the bad
+ * one. Runs in a child so a fault is reported, and the log is checked. */
+static int child_out_of_range(void) {
+  int failures = 0;
+  hc_hsa_init();
+  static const uint32_t counts[] = {3, 5, 6, 100};
+  for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c) {
+    uint32_t n = counts[c];
+    uint64_t mask = device_sim_expected_index_mask(n);
+    size_t size = getHostcallBufferSize(n);
+    hc_guarded_t g;
+    CHILD_CHECK(hc_guarded_alloc(&g, size, (size_t)(mask + 2) * 4096 + 4096), "guarded alloc");
+    if (failures) return 1;
+    CHILD_CHECK(enableHostcalls(g.buffer, n, NULL), "enable n=%u", n);
+    if (failures) return 1;
+    unsigned char* snapshot = malloc(size);
+    const uint64_t bads[3] = {n, (n + mask) / 2, mask};
+    for (int b = 0; b < 3; ++b) {
+      uint64_t bad = bads[b];
+      if (b > 0 && bad == bads[b - 1]) continue;
+      for (uint64_t tag = 0; tag < 3; ++tag) {
+        uint64_t ptr = bad + tag * (mask + 1);
+        /* Alone on the stack (nothing else ready), header left untouched. */
+        memcpy(snapshot, g.buffer, size);
+        CHILD_CHECK(device_sim_push_ready_raw_if_empty(g.buffer, ptr), "ready stack busy");
+        device_sim_ring_doorbell(g.buffer);
+        CHILD_CHECK(device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0,
+                    "n=%u: bad pointer %llu never taken off the ready stack", n,
+                    (unsigned long long)ptr);
+        hc_sleep_ms(5);
+        CHILD_CHECK(memcmp(snapshot, g.buffer, size) == 0,
+                    "n=%u index %llu: the host wrote into the buffer", n, (unsigned long long)bad);
+        CHILD_CHECK(hc_guarded_prefix_intact(&g), "memory before the buffer changed");
+        char why[256];
+        CHILD_CHECK(call_ok(g.buffer, bad) == 0, "n=%u: call after bad index %llu", n,
+                    (unsigned long long)bad);
+        CHILD_CHECK(run_waves(g.buffer, 4, 25, bad * 7 + tag, why, sizeof(why)) == 0,
+                    "n=%u waves after bad index: %s", n, why);
+      }
+    }
+    /* A valid packet on top of a bad one: the valid one is served. */
+    uint64_t lanes[64][8];
+    uint64_t in[64][8];
+    fill_fc(lanes, 4242);
+    memcpy(in, lanes, sizeof(in));
+    uint64_t good = 0;
+    CHILD_CHECK(device_sim_pop_free(g.buffer, &good, TIMEOUT_NS) == 0, "pop");
+    device_sim_fill(g.buffer, good, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull,
+                    (const uint64_t(*)[8])lanes);
+    CHILD_CHECK(device_sim_push_ready_raw_if_empty(g.buffer, mask + (mask + 1) * 5), "push bad");
+    device_sim_push_ready(g.buffer, good);
+    device_sim_ring_doorbell(g.buffer);
+    CHILD_CHECK(device_sim_wait_served(g.buffer, good, TIMEOUT_NS) == 0,
+                "n=%u: packet above a bad one not served", n);
+    device_sim_read_results(g.buffer, good, ~0ull, lanes);
+    CHILD_CHECK(check_fc((const uint64_t(*)[8])in, (const uint64_t(*)[8])lanes, ~0ull) == 0,
+                "wrong result");
+    device_sim_push_free(g.buffer, good);
+    CHILD_CHECK(device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0, "stack not drained");
+    CHILD_CHECK(call_ok(g.buffer, 1) == 0, "n=%u: call after the mixed stack", n);
+    disableHostcalls(g.buffer, NULL);
+    CHILD_CHECK(hc_guarded_prefix_intact(&g), "memory before the buffer changed");
+    free(snapshot);
+    hc_guarded_free(&g);
+  }
+  return failures ? 1 : 0;
+}
+
+static void test_index_outside_buffer(void) {
+  static const char* const env[] = {LOG_ENV, NULL};
+  hc_child_result_t r;
+  HC_REQUIRE(hc_spawn_child("out_of_range", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  /* Dropped packets are logged (at least one line from the library). */
+  HC_CHECK(hc_contains(r.err, "amdgpu-dropin"), "no log line for dropped packets; stderr: %s",
+           r.err);
+  HC_CHECK(hc_count_lines_with_id(r.err, "amdgpu-dropin", 3) >= 1,
+           "no log line naming the bad index 3; stderr: %s", r.err);
+}
+
+/* ---- unknown service ------------------------------------------------------ */
+
+#define UNKNOWN_A 77u
+#define UNKNOWN_B 0xFFFFFFFFu
+
+static int child_unknown_service(void) {
+  int failures = 0;
+  hc_hsa_init();
+  void* buffer = hc_alloc_buffer(4);
+  CHILD_CHECK(enableHostcalls(buffer, 4, NULL), "enable");
+  if (failures) return 1;
+  static const struct {
+    uint32_t service;
+    uint64_t mask;
+  } calls[] = {{UNKNOWN_A, ~0ull},       {UNKNOWN_A, 1ull << 17}, {UNKNOWN_B, 0xF0F0ull},
+               {UNKNOWN_A, 0x8000000000000001ull}, {UNKNOWN_B, ~0ull},
+               {0, ~0ull} /* id 0 is not a service either */};
+  for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); ++i) {
+    uint64_t lanes[64][8];
+    for (uint32_t lane = 0; lane < 64; ++lane) {
+      for (uint32_t w = 0; w < 8; ++w) lanes[lane][w] = 0x1111111111111111ull * w + lane;
+    }
+    int rc = device_sim_hostcall(buffer, calls[i].service, calls[i].mask, lanes, TIMEOUT_NS);
+    CHILD_CHECK(rc == 0, "service %u: wave not released (%s)", calls[i].service,
+                device_sim_error_string(rc));
+    for (uint32_t lane = 0; lane < 64 && rc == 0; ++lane) {
+      if (calls[i].mask & (1ull << lane)) {
+        CHILD_CHECK(lanes[lane][0] == UINT64_MAX, "service %u lane %u: slot0 = %llx",
+                    calls[i].service, lane, (unsigned long long)lanes[lane][0]);
+      } else {
+        CHILD_CHECK(lanes[lane][0] == (uint64_t)lane, "inactive lane changed");
+      }
+    }
+  }
+  /* The buffer and the listener carry on. */
+  CHILD_CHECK(call_ok(buffer, 5) == 0, "FUNCTION_CALL after unknown services");
+  char why[256];
+  CHILD_CHECK(run_waves(buffer, 4, 50, 9, why, sizeof(why)) == 0, "waves: %s", why);
+  disableHostcalls(buffer, NULL);
+  hc_free_buffer(buffer);
+  return failures ? 1 : 0;
+}
+
+static void test_unknown_service(void) {
+  static const char* const env[] = {LOG_ENV, NULL};
+  hc_child_result_t r;
+  HC_REQUIRE(hc_spawn_child("unknown_service", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  int a = hc_count_lines_with_id(r.err, "service", UNKNOWN_A);
+  int b = hc_count_lines_with_id(r.err, "service", UNKNOWN_B);
+  HC_CHECK(a == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_A, a, r.err);
+  HC_CHECK(b == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_B, b, r.err);
+  /* Off by default: without AMD_LOG_LEVEL the library prints nothing. */
+  static const char* const quiet[] = {"AMD_LOG_LEVEL=0", NULL};
+  HC_REQUIRE(hc_spawn_child("unknown_service", quiet, CHILD_TIMEOUT_MS, &r), "spawn");
+  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHECK(!hc_contains(r.err, "amdgpu-dropin"), "logged with AMD_LOG_LEVEL=0: %s", r.err);
+}
+
+/* ---- activemask 0 ------------------------------------------------------- */
+
+/* A packet with no active lane: READY is cleared, no slot is read or
+ * written (slot[0] of every lane holds an address that must not be called),
+ * and the buffer keeps working. */
+static void test_activemask_zero(void) {
+  void* buffer = hc_alloc_buffer(4);
+  HC_REQUIRE(enableHostcalls(buffer, 4, NULL), "enable");
+  for (int round = 0; round < 3; ++round) {
+    uint64_t ptr = 0;
+    HC_REQUIRE(device_sim_pop_free(buffer, &ptr, TIMEOUT_NS) == 0, "pop");
+    device_sim_payload_t* payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
+    for (uint32_t lane = 0; lane < 64; ++lane) {
+      for (uint32_t w = 0; w < 8; ++w) payload->slots[lane][w] = 0xBAD0000000000000ull | (lane << 8) | w;
+    }
+    device_sim_payload_t before = *payload;
+    device_sim_fill(buffer, ptr, round == 2 ? 1234u : DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL);
+    device_sim_push_ready(buffer, ptr);
+    device_sim_ring_doorbell(buffer);
+    HC_CHECK(device_sim_wait_served(buffer, ptr, TIMEOUT_NS) == 0, "round %d: not released", round);
+    HC_CHECK(memcmp(&before, payload, sizeof(before)) == 0, "round %d: payload changed", round);
+    device_sim_push_free(buffer, ptr);
+    HC_CHECK(call_ok(buffer, (uint64_t)round) == 0, "round %d: call after empty packet", round);
+  }
+  /* Through the one-call API too. */
+  HC_CHECK(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL, TIMEOUT_NS) == 0,
+           "empty call");
+  disableHostcalls(buffer, NULL);
+  hc_free_buffer(buffer);
+}
+
+/* ---- lost and coalesced doorbells ------------------------------------------ */
+
+/* Posts one packet (fill + ready push) without ringing; returns its pointer. */
+static uint64_t post_silently(void* buffer, uint64_t lanes[64][8]) {
+  uint64_t ptr = 0;
+  if (device_sim_pop_free(buffer, &ptr, TIMEOUT_NS) != 0) return 0;
+  device_sim_fill(buffer, ptr, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, (const uint64_t(*)[8])lanes);
+  device_sim_push_ready(buffer, ptr);
+  return ptr;
+}
+
+static void finish(void* buffer, uint64_t ptr, const uint64_t in[64][8], const char* what) {
+  uint64_t t0 = device_sim_now_ns();
+  int rc = device_sim_wait_served(buffer, ptr, TIMEOUT_NS);
+  uint64_t waited = device_sim_now_ns() - t0;
+  HC_CHECK(rc == 0, "%s: packet stranded (%s)", what, device_sim_error_string(rc));
+  if (rc != 0) return;
+  uint64_t out[64][8];
+  memset(out, 0, sizeof(out));
+  device_sim_read_results(buffer, ptr, ~0ull, out);
+  HC_CHECK(check_fc(in, (const uint64_t(*)[8])out, ~0ull) == 0, "%s: wrong result", what);
+  device_sim_push_free(buffer, ptr);
+  printf("  %s: served after %.1f ms\n", what, (double)waited / 1e6);
+}
+
+static void test_lost_doorbell(void) {
+  /* Blocked waits see only signal operations, never plain memory writes. */
+  hsa_sim_set_periodic_recheck(false, 0);
+  void* buffer = hc_alloc_buffer(8);
+  HC_REQUIRE(enableHostcalls(buffer, 8, NULL), "enable");
+  HC_CHECK(call_ok(buffer, 1) == 0, "warm-up call");
+  hc_sleep_ms(20); /* let the listener go back to its blocked wait */
+  hsa_signal_t doorbell = {device_sim_header(buffer)->doorbell};
+
+  /* 1. Never rung. */
+  uint64_t lanes[64][8];
+  fill_fc(lanes, 10);
+  uint64_t ptr = post_silently(buffer, lanes);
+  HC_REQUIRE(ptr != 0, "pop");
+  finish(buffer, ptr, (const uint64_t(*)[8])lanes, "never rung");
+
+  /* 2. Rung by a plain memory write (as a GPU does), which wakes nobody. */
+  hc_sleep_ms(20);
+  fill_fc(lanes, 11);
+  ptr = post_silently(buffer, lanes);
+  int64_t* value = hsa_sim_signal_value_ptr(doorbell);
+  HC_REQUIRE(value != NULL, "doorbell value pointer");
+  __atomic_add_fetch(value, 1, __ATOMIC_RELEASE);
+  finish(buffer, ptr, (const uint64_t(*)[8])lanes, "rung without wake-up");
+
+  /* 3. Coalesced: the ring wakes the listener but the value it sees is the
+   * one it saw last (another wave's ring was folded into it). */
+  hc_sleep_ms(20);
+  fill_fc(lanes, 12);
+  ptr = post_silently(buffer, lanes);
+  hsa_signal_store_screlease(doorbell, hsa_signal_load_scacquire(doorbell));
+  finish(buffer, ptr, (const uint64_t(*)[8])lanes, "coalesced ring (value unchanged)");
+
+  /* 4. Two waves post, one ring. */
+  hc_sleep_ms(20);
+  uint64_t lanes2[64][8];
+  fill_fc(lanes, 13);
+  fill_fc(lanes2, 14);
+  ptr = post_silently(buffer, lanes);
+  uint64_t ptr2 = post_silently(buffer, lanes2);
+  device_sim_ring_doorbell(buffer);
+  finish(buffer, ptr, (const uint64_t(*)[8])lanes, "two posts, one ring (1st)");
+  finish(buffer, ptr2, (const uint64_t(*)[8])lanes2, "two posts, one ring (2nd)");
+
+  disableHostcalls(buffer, NULL);
+  hc_free_buffer(buffer);
+  hsa_sim_set_periodic_recheck(true, 1000);
+}
+
+/* ---- a panic inside the listener ------------------------------------------ */
+
+/* Policy (src/hostcall/service.rs): a panic while serving a lane is caught,
+ * logged, and the lane answered with -1; READY is cleared and the listener
+ * keeps serving. The library's test hook AMDGPU_DROPIN_HOSTCALL_PANIC_SERVICE
+ * makes requests with that service id panic inside the listener. */
+#define PANIC_SERVICE 9u
+
+static int child_panic(void) {
+  int failures = 0;
+  hc_hsa_init();
+  void* buffers[2] = {hc_alloc_buffer(4), hc_alloc_buffer(4)};
+  CHILD_CHECK(enableHostcalls(buffers[0], 4, NULL) && enableHostcalls(buffers[1], 4, NULL),
+              "enable");
+  if (failures) return 1;
+  for (int round = 0; round < 3; ++round) {
+    uint64_t lanes[64][8];
+    for (uint32_t lane = 0; lane < 64; ++lane) {
+      for (uint32_t w = 0; w < 8; ++w) lanes[lane][w] = 42;
+    }
+    uint64_t mask = round == 0 ? ~0ull : 0x0F0Full << round;
+    int rc = device_sim_hostcall(buffers[round & 1], PANIC_SERVICE, mask, lanes, TIMEOUT_NS);
+    CHILD_CHECK(rc == 0, "round %d: wave left spinning after a panic (%s)", round,
+                device_sim_error_string(rc));
+    for (uint32_t lane = 0; lane < 64 && rc == 0; ++lane) {
+      uint64_t want = (mask & (1ull << lane)) ? UINT64_MAX : 42;
+      CHILD_CHECK(lanes[lane][0] == want, "round %d lane %u: slot0 %llx", round, lane,
+                  (unsigned long long)lanes[lane][0]);
+    }
+    /* Both buffers are still served. */
+    CHILD_CHECK(call_ok(buffers[0], (uint64_t)round) == 0, "buffer 0 after panic");
+    CHILD_CHECK(call_ok(buffers[1], (uint64_t)round) == 0, "buffer 1 after panic");
+  }
+  /* Panicking requests mixed into regular traffic. */
+  char why[256];
+  CHILD_CHECK(run_waves(buffers[0], 4, 100, 3, why, sizeof(why)) == 0, "waves: %s", why);
+  disableHostcalls(buffers[0], NULL);
+  disableHostcalls(buffers[1], NULL);
+  return failures ? 1 : 0;
+}
+
+static void test_panic_in_listener(void) {
+  static const char* const env[] = {"AMD_LOG_LEVEL=1", "AMDGPU_DROPIN_HOSTCALL_PANIC_SERVICE=9",
+                                    NULL};
+  hc_child_result_t r;
+  HC_REQUIRE(hc_spawn_child("panic", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHECK(hc_count_lines_with_id(r.err, "panicked", PANIC_SERVICE) >= 1,
+           "the panic was not logged; stderr: %s", r.err);
+}
+
+int main(int argc, char** argv) {
+  static const hc_child_case_t cases[] = {
+      {"out_of_range", child_out_of_range},
+      {"unknown_service", child_unknown_service},
+      {"panic", child_panic},
+      {NULL, NULL},
+  };
+  hc_child_main(argc, argv, cases);
+  hc_hsa_init();
+  HC_RUN(test_activemask_zero);
+  HC_RUN(test_lost_doorbell);
+  HC_RUN(test_index_outside_buffer);
+  HC_RUN(test_unknown_service);
+  HC_RUN(test_panic_in_listener);
+  return hc_failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,291 @@
+#define _GNU_SOURCE
+#include "hc_test.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef HC_NO_HSA
+#include "hsa_sim.h"
+#endif
+
+extern char** environ;
+
+int hc_failures = 0;
+
+uint64_t hc_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void hc_sleep_ms(uint32_t ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+#ifndef HC_NO_HSA
+void hc_hsa_init(void) {
+  hsa_status_t status = hsa_init();
+  if (status != HSA_STATUS_SUCCESS) {
+    fprintf(stderr, "hsa_init failed: 0x%x\n", (unsigned)status);
+    exit(1);
+  }
+}
+
+uint64_t hc_live_signals(void) {
+  hsa_sim_live_t live;
+  memset(&live, 0, sizeof(live));
+  hsa_sim_get_live(&live);
+  return live.signals;
+}
+#endif
+
+static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
+bool hc_guarded_alloc(hc_guarded_t* out, size_t size, size_t guard_bytes) {
+  size_t page = page_size();
+  size_t body = (size + page - 1) / page * page;
+  size_t guard = (guard_bytes + page - 1) / page * page;
+  if (guard == 0) guard = page;
+  void* mapping = mmap(NULL, body + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+  if (mapping == MAP_FAILED) return false;
+  if (mprotect((char*)mapping + body, guard, PROT_NONE) != 0) {
+    munmap(mapping, body + guard);
+    return false;
+  }
+  out->mapping = mapping;
+  out->mapping_size = body + guard;
+  out->prefix = body - size;
+  out->size = size;
+  out->buffer = (char*)mapping + out->prefix;
+  memset(mapping, 0xA5, out->prefix);
+  return true;
+}
+
+bool hc_guarded_prefix_intact(const hc_guarded_t* g) {
+  const unsigned char* p = (const unsigned char*)g->mapping;
+  for (size_t i = 0; i < g->prefix; ++i) {
+    if (p[i] != 0xA5) return false;
+  }
+  return true;
+}
+
+void hc_guarded_free(hc_guarded_t* g) {
+  if (g->mapping != NULL) munmap(g->mapping, g->mapping_size);
+  memset(g, 0, sizeof(*g));
+}
+
+int hc_thread_count(void) {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == NULL) return -1;
+  int count = 0;
+  struct dirent* entry;
+  while ((entry = readdir(dir)) != NULL) {
+    if (entry->d_name[0] != '.') count++;
+  }
+  closedir(dir);
+  return count;
+}
+
+int hc_wait_thread_count(int expected, uint32_t timeout_ms) {
+  uint64_t end = hc_now_ms() + timeout_ms;
+  int count = hc_thread_count();
+  while (count != expected && hc_now_ms() < end) {
+    hc_sleep_ms(2);
+    count = hc_thread_count();
+  }
+  return count;
+}
+
+void hc_child_main(int argc, char** argv, const hc_child_case_t* cases) {
+  if (argc < 3 || strcmp(argv[1], "--child") != 0) return;
+  for (const hc_child_case_t* c = cases; c->name != NULL; ++c) {
+    if (strcmp(c->name, argv[2]) == 0) {
+      fflush(NULL);
+      exit(c->fn());
+    }
+  }
+  fprintf(stderr, "unknown child case %s\n", argv[2]);
+  exit(2);
+}
+
+/* Reads the child's stderr until EOF, waits for it, kills it at the deadline. */
+static void collect(pid_t pid, int fd, uint32_t timeout_ms, uint64_t start,
+                    hc_child_result_t* result) {
+  uint64_t deadline = start + timeout_ms;
+  bool eof = false;
+  int status = 0;
+  bool reaped = false;
+  while (!reaped) {
+    uint64_t now = hc_now_ms();
+    if (now >= deadline) {
+      kill(pid, SIGKILL);
+      result->timed_out = true;
+      waitpid(pid, &status, 0);
+      reaped = true;
+      break;
+    }
+    if (!eof) {
+      struct pollfd pfd = {fd, POLLIN, 0};
+      int ready = poll(&pfd, 1, (int)((deadline - now) < 20 ? (deadline - now) : 20));
+      if (ready > 0) {
+        char chunk[4096];
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n > 0) {
+          size_t room = sizeof(result->err) - 1 - result->err_len;
+          size_t take = (size_t)n < room ? (size_t)n : room;
+          memcpy(result->err + result->err_len, chunk, take);
+          result->err_len += take;
+          result->err[result->err_len] = '\0';
+        } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+          eof = true;
+        }
+      }
+    } else {
+      hc_sleep_ms(2);
+    }
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) reaped = true;
+  }
+  /* Drain what is left without blocking. */
+  for (;;) {
+    struct pollfd pfd = {fd, POLLIN, 0};
+    if (poll(&pfd, 1, 0) <= 0) break;
+    char chunk[4096];
+    ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n <= 0) break;
+    size_t room = sizeof(result->err) - 1 - result->err_len;
+    size_t take = (size_t)n < room ? (size_t)n : room;
+    memcpy(result->err + result->err_len, chunk, take);
+    result->err_len += take;
+    result->err[result->err_len] = '\0';
+  }
+  close(fd);
+  result->elapsed_ms = hc_now_ms() - start;
+  if (WIFEXITED(status)) {
+    result->exited = true;
+    result->exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result->signal = WTERMSIG(status);
+  }
+}
+
+bool hc_spawn_child(const char* name, const char* const* env, uint32_t timeout_ms,
+                    hc_child_result_t* result) {
+  memset(result, 0, sizeof(*result));
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len <= 0) return false;
+  exe[len] = '\0';
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) return false;
+  fflush(NULL);
+  uint64_t start = hc_now_ms();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(pipefd[0]);
+    close(pipefd[1]);
+    return false;
+  }
+  if (pid == 0) {
+    dup2(pipefd[1], 2);
+    for (const char* const* e = env; e != NULL && *e != NULL; ++e) {
+      putenv((char*)*e);
+    }
+    char* args[] = {exe, (char*)"--child", (char*)name, NULL};
+    execve(exe, args, environ);
+    _exit(127);
+  }
+  close(pipefd[1]);
+  collect(pid, pipefd[0], timeout_ms, start, result);
+  return true;
+}
+
+bool hc_fork_child(hc_child_fn fn, uint32_t timeout_ms, hc_child_result_t* result) {
+  memset(result, 0, sizeof(*result));
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) return false;
+  fflush(NULL);
+  uint64_t start = hc_now_ms();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(pipefd[0]);
+    close(pipefd[1]);
+    return false;
+  }
+  if (pid == 0) {
+    close(pipefd[0]);
+    dup2(pipefd[1], 2);
+    int code = fn();
+    fflush(NULL);
+    _exit(code);
+  }
+  close(pipefd[1]);
+  collect(pid, pipefd[0], timeout_ms, start, result);
+  return true;
+}
+
+const char* hc_child_describe(const hc_child_result_t* r) {
+  static char text[16384 + 256];
+  if (r->timed_out) {
+    snprintf(text, sizeof(text), "timed out after %llu ms (killed); stderr: %s",
+             (unsigned long long)r->elapsed_ms, r->err);
+  } else if (r->exited) {
+    snprintf(text, sizeof(text), "exited with %d after %llu ms; stderr: %s", r->exit_code,
+             (unsigned long long)r->elapsed_ms, r->err);
+  } else {
+    snprintf(text, sizeof(text), "killed by signal %d (%s) after %llu ms; stderr: %s", r->signal,
+             strsignal(r->signal), (unsigned long long)r->elapsed_ms, r->err);
+  }
+  return text;
+}
+
+bool hc_contains(const char* text, const char* needle) {
+  size_t n = strlen(needle);
+  for (const char* p = text; *p != '\0'; ++p) {
+    if (strncasecmp(p, needle, n) == 0) return true;
+  }
+  return false;
+}
+
+static bool line_has_token(const char* line, size_t len, const char* token) {
+  size_t n = strlen(token);
+  for (size_t i = 0; i + n <= len; ++i) {
+    if (memcmp(line + i, token, n) != 0) continue;
+    bool left_ok = i == 0 || !isalnum((unsigned char)line[i - 1]);
+    bool right_ok = i + n == len || !isalnum((unsigned char)line[i + n]);
+    if (left_ok && right_ok) return true;
+  }
+  return false;
+}
+
+int hc_count_lines_with_id(const char* text, const char* needle, uint64_t id) {
+  char token[32];
+  snprintf(token, sizeof(token), "%llu", (unsigned long long)id);
+  int count = 0;
+  const char* line = text;
+  while (*line != '\0') {
+    const char* end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char copy[1024];
+    size_t take = len < sizeof(copy) - 1 ? len : sizeof(copy) - 1;
+    memcpy(copy, line, take);
+    copy[take] = '\0';
+    if (hc_contains(copy, needle) && line_has_token(copy, take, token)) count++;
+    if (end == NULL) break;
+    line = end + 1;
+  }
+  return count;
+}

@@ -1,0 +1,123 @@
+/* Small test harness shared by the hostcall tests: checks that report and
+ * continue, buffers (plain and guarded), process-level probes (threads, live
+ * signals) and child processes with a timeout and captured stderr. */
+#ifndef AMDGPU_DROPIN_HC_TEST_H
+#define AMDGPU_DROPIN_HC_TEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern int hc_failures;
+
+#define HC_CHECK(cond, ...)                                               \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
+      hc_failures++;                                                      \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
+      fprintf(stderr, __VA_ARGS__);                                       \
+      fputc('\n', stderr);                                                \
+      fflush(stderr);                                                     \
+    }                                                                     \
+  } while (0)
+
+/* Like HC_CHECK but leaves the current test function (returns). */
+#define HC_REQUIRE(cond, ...)       \
+  do {                              \
+    if (!(cond)) {                  \
+      HC_CHECK(cond, __VA_ARGS__);  \
+      return;                       \
+    }                               \
+  } while (0)
+
+/* Runs one named test function and prints its outcome. */
+#define HC_RUN(fn)                                                                   \
+  do {                                                                               \
+    int before_ = hc_failures;                                                       \
+    uint64_t t0_ = hc_now_ms();                                                      \
+    fn();                                                                            \
+    printf("%s %s (%llu ms)\n", hc_failures == before_ ? "ok  " : "FAIL", #fn,      \
+           (unsigned long long)(hc_now_ms() - t0_));                                 \
+    fflush(stdout);                                                                  \
+  } while (0)
+
+uint64_t hc_now_ms(void);
+void hc_sleep_ms(uint32_t ms);
+
+/* hsa_init with the simulator's defaults; aborts the test on failure. */
+void hc_hsa_init(void);
+
+/* A zeroed buffer of getHostcallBufferSize(n) bytes, page aligned (free with
+ * hc_free_buffer). In hc_buffer.c: links the library. */
+void* hc_alloc_buffer(uint32_t num_packets);
+void hc_free_buffer(void* buffer);
+
+/* A buffer of `size` bytes that ends exactly where `guard_bytes` (rounded up
+ * to pages) of PROT_NONE memory begins, so any access past its end faults.
+ * The bytes before the buffer in its first page are filled with a pattern
+ * (hc_guarded_prefix_intact checks them). */
+typedef struct hc_guarded {
+  void* buffer;
+  size_t size;
+  void* mapping;
+  size_t mapping_size;
+  size_t prefix;
+} hc_guarded_t;
+bool hc_guarded_alloc(hc_guarded_t* out, size_t size, size_t guard_bytes);
+bool hc_guarded_prefix_intact(const hc_guarded_t* g);
+void hc_guarded_free(hc_guarded_t* g);
+
+/* Threads of this process (entries of /proc/self/task). */
+int hc_thread_count(void);
+/* Waits up to timeout_ms for the thread count to become `expected`;
+ * returns the last count seen. */
+int hc_wait_thread_count(int expected, uint32_t timeout_ms);
+/* Live HSA signals of the software runtime. */
+uint64_t hc_live_signals(void);
+
+/* Child processes. A test binary runs a named case in a fresh child by
+ * re-executing itself: `hc_child_main(argc, argv, cases)` at the top of main
+ * dispatches `<exe> --child <name>`. */
+typedef int (*hc_child_fn)(void);
+typedef struct hc_child_case {
+  const char* name;
+  hc_child_fn fn;
+} hc_child_case_t;
+/* If argv asks for a child case, runs it and exits with its return value. */
+void hc_child_main(int argc, char** argv, const hc_child_case_t* cases);
+
+typedef struct hc_child_result {
+  bool timed_out;   /* killed after the timeout */
+  bool exited;      /* WIFEXITED */
+  int exit_code;    /* WEXITSTATUS */
+  int signal;       /* WTERMSIG, 0 if none */
+  uint64_t elapsed_ms;
+  char err[16384];  /* captured stderr (NUL-terminated, truncated) */
+  size_t err_len;
+} hc_child_result_t;
+/* Re-executes this binary with `--child name`, extra environment entries
+ * ("NAME=value", NULL-terminated list, may be NULL), stderr captured.
+ * Kills the child after timeout_ms. Returns false if it could not start. */
+bool hc_spawn_child(const char* name, const char* const* env, uint32_t timeout_ms,
+                    hc_child_result_t* result);
+/* fork()s and runs fn in the child (stderr captured); same result. */
+bool hc_fork_child(hc_child_fn fn, uint32_t timeout_ms, hc_child_result_t* result);
+/* Describes a child result in one line (for failure messages). */
+const char* hc_child_describe(const hc_child_result_t* result);
+
+/* Counts the lines of `text` that contain `needle` (case-insensitive) and the
+ * decimal number `id` as a whole token. */
+int hc_count_lines_with_id(const char* text, const char* needle, uint64_t id);
+/* Case-insensitive substring search. */
+bool hc_contains(const char* text, const char* needle);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AMDGPU_DROPIN_HC_TEST_H */

@@ -1,0 +1,142 @@
+/*
+ * Control API of the software HSA runtime (libhsa-runtime64.so.1 built from
+ * ctest/hsa_runtime/). Tests use it to shape the simulated system, inject
+ * failures and observe what the code under test did. Everything here is
+ * thread-safe. Not part of the real HSA API: code that must also run on ROCr
+ * only uses it when built against the simulator.
+ */
+#ifndef AMDGPU_DROPIN_HSA_SIM_H_
+#define AMDGPU_DROPIN_HSA_SIM_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hsa/hsa.h"
+#include "hsa/hsa_ext_amd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Configuration (call before the first hsa_init) ---------------------- */
+
+#define HSA_SIM_MAX_POOLS_PER_AGENT 8
+#define HSA_SIM_MAX_GPUS 64
+#define HSA_SIM_MAX_SIGNALS 16384
+
+/* One memory pool of an agent. Values are reported verbatim by
+ * hsa_amd_memory_pool_get_info, so a granule may be 0 or not a power of two to
+ * test how callers handle it. */
+typedef struct hsa_sim_pool_desc_s {
+  uint32_t segment;      /* hsa_amd_segment_t */
+  uint32_t global_flags; /* hsa_amd_memory_pool_global_flag_t bits */
+  bool alloc_allowed;    /* RUNTIME_ALLOC_ALLOWED */
+  uint64_t size;         /* SIZE (and ALLOC_MAX_SIZE) */
+  uint64_t alloc_granule; /* RUNTIME_ALLOC_GRANULE */
+  uint64_t rec_granule;   /* RUNTIME_ALLOC_REC_GRANULE */
+  uint64_t alignment;     /* RUNTIME_ALLOC_ALIGNMENT */
+} hsa_sim_pool_desc_t;
+
+typedef struct hsa_sim_config_s {
+  /* Number of GPU agents (0..HSA_SIM_MAX_GPUS). There is always one CPU
+   * agent, listed first by hsa_iterate_agents. */
+  uint32_t gpu_count;
+  /* Pools of the CPU agent, in iteration order. */
+  hsa_sim_pool_desc_t cpu_pools[HSA_SIM_MAX_POOLS_PER_AGENT];
+  uint32_t cpu_pool_count;
+  /* Pools of every GPU agent, in iteration order. */
+  hsa_sim_pool_desc_t gpu_pools[HSA_SIM_MAX_POOLS_PER_AGENT];
+  uint32_t gpu_pool_count;
+  /* Live signals allowed at once (1..HSA_SIM_MAX_SIGNALS, default 4096);
+   * creating more fails with HSA_STATUS_ERROR_OUT_OF_RESOURCES. */
+  uint32_t max_signals;
+} hsa_sim_config_t;
+
+/* Fills *config with the defaults: 2 GPUs (or $HSA_SIM_GPU_COUNT);
+ * CPU pools: [0] GLOBAL fine-grained|KERNARG_INIT, [1] GLOBAL coarse-grained;
+ * GPU pools: [0] GLOBAL coarse-grained (VRAM), [1] GLOBAL fine-grained,
+ * [2] GLOBAL extended-scope fine-grained, [3] GROUP (not allocatable).
+ * Allocatable pools: granule 4 KiB, recommended granule 64 KiB, alignment
+ * 4 KiB. */
+HSA_API void hsa_sim_config_default(hsa_sim_config_t* config);
+
+/* Applies *config for the next hsa_init (the system is built when the
+ * reference count goes from 0 to 1). Returns INVALID_ARGUMENT for a NULL or
+ * out-of-range config and HSA_STATUS_ERROR_INVALID_RUNTIME_STATE while the
+ * runtime is initialized. An explicit configuration wins over
+ * $HSA_SIM_GPU_COUNT. */
+HSA_API hsa_status_t hsa_sim_configure(const hsa_sim_config_t* config);
+
+/* ---- Fault injection and call counts ------------------------------------ */
+
+/* The nth next call (1-based) of the named HSA function returns `status` and
+ * does nothing else (no side effect, no output written). One pending fault per
+ * function; arming again replaces it; nth == 0 disarms it. Only functions that
+ * return hsa_status_t can fail this way. An unknown name is reported on
+ * stderr and ignored. */
+HSA_API void hsa_sim_fail_nth_call(const char* function, uint32_t nth,
+                                   hsa_status_t status);
+HSA_API void hsa_sim_clear_faults(void);
+
+/* Calls of the named HSA function since the process started or the last
+ * hsa_sim_reset_call_counts (failed and injected calls included). */
+HSA_API uint64_t hsa_sim_call_count(const char* function);
+HSA_API void hsa_sim_reset_call_counts(void);
+
+/* ---- Live objects -------------------------------------------------------- */
+
+typedef struct hsa_sim_live_s {
+  uint64_t reservations; /* hsa_amd_vmem_address_reserve(_align) not freed */
+  uint64_t handles;      /* hsa_amd_vmem_handle_create not released */
+  uint64_t mappings;     /* hsa_amd_vmem_map not unmapped */
+  uint64_t signals;      /* signals not destroyed */
+} hsa_sim_live_t;
+
+HSA_API void hsa_sim_get_live(hsa_sim_live_t* out);
+/* What was still live when the last hsa_shut_down dropped the reference count
+ * to 0 (the runtime then releases it all, as ROCr does). */
+HSA_API void hsa_sim_get_leaked_at_shutdown(hsa_sim_live_t* out);
+
+/* ---- Call trace ---------------------------------------------------------- */
+
+#define HSA_SIM_TRACE_MAX_DESCS 16
+
+/* One traced call. Traced: every function that returns hsa_status_t
+ * (including stubs). Signal load/store/read-modify-write/wait calls are
+ * counted but not traced. */
+typedef struct hsa_sim_trace_entry_s {
+  const char* function; /* static string, the exported name */
+  hsa_status_t result;
+  /* The call's scalar and pointer arguments in declaration order (handles as
+   * their uint64_t, pointers as their address); unused slots are 0. */
+  uint64_t args[6];
+  /* hsa_amd_vmem_set_access: the descriptors passed (first 16). */
+  uint32_t desc_count;
+  hsa_amd_memory_access_desc_t descs[HSA_SIM_TRACE_MAX_DESCS];
+} hsa_sim_trace_entry_t;
+
+HSA_API void hsa_sim_trace_enable(bool on);
+HSA_API void hsa_sim_trace_clear(void);
+HSA_API size_t hsa_sim_trace_count(void);
+/* Entry i (0-based, in call order) or NULL; valid until hsa_sim_trace_clear. */
+HSA_API const hsa_sim_trace_entry_t* hsa_sim_trace_get(size_t i);
+
+/* ---- Signal waits -------------------------------------------------------- */
+
+/* Delay added after a BLOCKED wait is woken by a signal change (models the
+ * interrupt latency of a real GPU). Default 0. */
+HSA_API void hsa_sim_set_wait_wake_delay_us(uint32_t us);
+/* BLOCKED waits also re-check the value every period_us so that a plain
+ * memory write (as a GPU does) is noticed. Default on, 1000 us. Off: a
+ * blocked wait sleeps until a signal operation wakes it or the timeout ends. */
+HSA_API void hsa_sim_set_periodic_recheck(bool on, uint32_t period_us);
+/* The signal's value as raw memory (what a GPU writes), or NULL for an
+ * invalid handle. Writes through it wake no waiter. */
+HSA_API int64_t* hsa_sim_signal_value_ptr(hsa_signal_t signal);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* AMDGPU_DROPIN_HSA_SIM_H_ */

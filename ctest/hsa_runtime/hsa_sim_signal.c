@@ -1,0 +1,449 @@
+/*
+ * Software HSA runtime: signals.
+ *
+ * Signals live in a static table of slots, so a stale or forged handle can be
+ * recognized (and never dereferenced): a handle is (generation << 32) |
+ * (slot index + 1), and a slot's generation is odd while it is live. A slot is
+ * never freed, so a thread racing with hsa_signal_destroy touches valid
+ * memory and simply observes a dead signal.
+ *
+ * Waking: every operation that changes the value (store, exchange, a
+ * successful cas, add/subtract/and/or/xor) increments the slot's 32-bit
+ * futex word `seq` and, when a blocked waiter is registered, wakes it with
+ * FUTEX_WAKE. Silent stores change the value without waking anybody (as in
+ * ROCr). A BLOCKED wait sleeps on `seq`; it also re-checks the value every
+ * period (hsa_sim_set_periodic_recheck) so that a plain memory write through
+ * hsa_sim_signal_value_ptr, as a GPU does it, is noticed. When a futex wake
+ * ends its sleep, the waiter first sleeps the configured wake delay
+ * (hsa_sim_set_wait_wake_delay_us), modelling interrupt latency. An ACTIVE
+ * wait spins (with a pause instruction, yielding the CPU now and then).
+ *
+ * Operations on an invalid handle: status-returning functions give
+ * HSA_STATUS_ERROR_INVALID_SIGNAL; loads, read-modify-writes returning a
+ * value and waits return 0; void operations do nothing. A wait whose signal
+ * is destroyed (or whose runtime shuts down) returns the last value it read.
+ * A wait with an unknown condition returns the current value at once.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hsa_sim_internal.h"
+
+typedef struct {
+  _Alignas(64) _Atomic int64_t value;
+  _Atomic uint32_t seq;     /* futex word, bumped on every notifying change */
+  _Atomic uint32_t waiters; /* BLOCKED waiters currently registered */
+  _Atomic uint32_t gen;     /* odd while live */
+  uint32_t next_free;       /* free list link (index + 1), under the lock */
+} sim_signal_t;
+
+_Static_assert(sizeof(_Atomic int64_t) == sizeof(int64_t),
+               "signal value must be a plain int64 in memory");
+_Static_assert(_Alignof(_Atomic int64_t) == _Alignof(int64_t),
+               "signal value must be a plain int64 in memory");
+
+static sim_signal_t g_slots[HSA_SIM_MAX_SIGNALS];
+static uint32_t g_free_head; /* index + 1 of the first free used slot; under lock */
+static uint32_t g_fresh;     /* slots [0, g_fresh) have been handed out; under lock */
+
+/* Wait tuning; relaxed everywhere: each is read independently and a change
+ * applies to waits from some point on. */
+static _Atomic uint32_t g_wake_delay_us;
+static _Atomic bool g_recheck_on = true;
+static _Atomic uint32_t g_recheck_us = 1000;
+
+HSA_API void hsa_sim_set_wait_wake_delay_us(uint32_t us) {
+  atomic_store_explicit(&g_wake_delay_us, us, memory_order_relaxed);
+}
+
+HSA_API void hsa_sim_set_periodic_recheck(bool on, uint32_t period_us) {
+  atomic_store_explicit(&g_recheck_us, period_us == 0 ? 1000u : period_us,
+                        memory_order_relaxed);
+  atomic_store_explicit(&g_recheck_on, on, memory_order_relaxed);
+}
+
+/* ---- Futex helpers --------------------------------------------------------- */
+
+static long sim_futex_wait(_Atomic uint32_t* word, uint32_t expected,
+                           uint64_t timeout_ns) {
+  struct timespec ts;
+  struct timespec* pts = NULL;
+  if (timeout_ns != UINT64_MAX) {
+    ts.tv_sec = (time_t)(timeout_ns / 1000000000ull);
+    ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
+    pts = &ts;
+  }
+  return syscall(SYS_futex, (void*)word, FUTEX_WAIT_PRIVATE, expected, pts,
+                 NULL, 0);
+}
+
+static void sim_futex_wake_all(_Atomic uint32_t* word) {
+  (void)syscall(SYS_futex, (void*)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleeps `us` microseconds as precisely as the kernel allows: the thread's
+ * timer slack (50 us by default) is lowered for the duration of the sleep. */
+static void sim_sleep_us(uint32_t us) {
+  int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  if (old_slack > 1000) (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  struct timespec ts;
+  ts.tv_sec = (time_t)(us / 1000000u);
+  ts.tv_nsec = (long)(us % 1000000u) * 1000L;
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+  if (old_slack > 1000) (void)prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
+}
+
+static inline void sim_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- Slots ------------------------------------------------------------------ */
+
+static sim_signal_t* sim_signal_get(hsa_signal_t signal) {
+  uint64_t index = signal.handle & 0xFFFFFFFFull;
+  uint32_t gen = (uint32_t)(signal.handle >> 32);
+  if (index == 0 || index > HSA_SIM_MAX_SIGNALS || (gen & 1u) == 0) return NULL;
+  sim_signal_t* s = &g_slots[index - 1];
+  /* acquire: pairs with the release store of gen in create, so the initial
+   * value written before it is visible. */
+  if (atomic_load_explicit(&s->gen, memory_order_acquire) != gen) return NULL;
+  return s;
+}
+
+static bool sim_signal_alive(const sim_signal_t* s, uint32_t gen) {
+  /* relaxed: a liveness poll; the waiter only stops waiting on it. */
+  return atomic_load_explicit(&s->gen, memory_order_relaxed) == gen;
+}
+
+/* After a value change: bump seq and wake blocked waiters. seq_cst on both
+ * accesses: together with the waiter's seq_cst increment of `waiters` and
+ * load of `seq` this is a store-buffering pattern in which at least one side
+ * sees the other, so either we see the waiter and wake it, or it sees the new
+ * seq (and, through the release half of the increment, the new value). */
+static void sim_signal_notify(sim_signal_t* s) {
+  atomic_fetch_add_explicit(&s->seq, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&s->waiters, memory_order_seq_cst) != 0) {
+    (void)0;
+  }
+}
+
+/* Under the lock. */
+static void sim_signal_kill_locked(uint32_t index) {
+  sim_signal_t* s = &g_slots[index];
+  /* release: waiters polling gen stop; seq bump + wake gets sleepers out. */
+  atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
+  sim_signal_notify(s);
+  sim_futex_wake_all(&s->seq);
+  s->next_free = g_free_head;
+  g_free_head = index + 1;
+  --sim_live.signals;
+}
+
+static hsa_status_t sim_signal_create_impl(hsa_signal_value_t initial,
+                                           uint32_t num_consumers,
+                                           const hsa_agent_t* consumers,
+                                           uint64_t attributes,
+                                           hsa_signal_t* out) {
+  if (!sim_initialized()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  if (out == NULL || (num_consumers != 0 && consumers == NULL) ||
+      (attributes & ~(uint64_t)(HSA_AMD_SIGNAL_AMD_GPU_ONLY | HSA_AMD_SIGNAL_IPC)) != 0) {
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  for (uint32_t i = 0; i < num_consumers; ++i) {
+    uint32_t index = 0;
+    if (!sim_agent_index(consumers[i], &index)) return HSA_STATUS_ERROR_INVALID_AGENT;
+  }
+  hsa_status_t status = HSA_STATUS_SUCCESS;
+  sim_lock();
+  if (sim_live.signals >= sim_active_config.max_signals) {
+    status = HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  } else {
+    uint32_t index;
+    if (g_free_head != 0) {
+      index = g_free_head - 1;
+      g_free_head = g_slots[index].next_free;
+    } else if (g_fresh < HSA_SIM_MAX_SIGNALS) {
+      index = g_fresh++;
+    } else {
+      index = UINT32_MAX;
+    }
+    if (index == UINT32_MAX) {
+      status = HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+    } else {
+      sim_signal_t* s = &g_slots[index];
+      /* relaxed: published by the release increment of gen below. */
+      atomic_store_explicit(&s->value, initial, memory_order_relaxed);
+      /* release: a handle holder's acquire load of gen sees the value. */
+      uint32_t gen = atomic_fetch_add_explicit(&s->gen, 1, memory_order_release) + 1;
+      ++sim_live.signals;
+      out->handle = ((uint64_t)gen << 32) | ((uint64_t)index + 1);
+    }
+  }
+  sim_unlock();
+  return status;
+}
+
+HSA_API hsa_status_t hsa_signal_create(hsa_signal_value_t initial_value,
+                                       uint32_t num_consumers,
+                                       const hsa_agent_t* consumers,
+                                       hsa_signal_t* signal) {
+  hsa_status_t status;
+  if (!sim_enter(SIM_FN_hsa_signal_create, &status)) {
+    status = sim_signal_create_impl(initial_value, num_consumers, consumers, 0, signal);
+  }
+  uint64_t args[6] = {(uint64_t)initial_value, num_consumers, SIM_U64(consumers),
+                      SIM_U64(signal), 0, 0};
+  return sim_leave(SIM_FN_hsa_signal_create, status, args, NULL, 0);
+}
+
+HSA_API hsa_status_t hsa_amd_signal_create(hsa_signal_value_t initial_value,
+                                           uint32_t num_consumers,
+                                           const hsa_agent_t* consumers,
+                                           uint64_t attributes,
+                                           hsa_signal_t* signal) {
+  hsa_status_t status;
+  if (!sim_enter(SIM_FN_hsa_amd_signal_create, &status)) {
+    status = sim_signal_create_impl(initial_value, num_consumers, consumers,
+                                    attributes, signal);
+  }
+  uint64_t args[6] = {(uint64_t)initial_value, num_consumers, SIM_U64(consumers),
+                      attributes, SIM_U64(signal), 0};
+  return sim_leave(SIM_FN_hsa_amd_signal_create, status, args, NULL, 0);
+}
+
+HSA_API hsa_status_t hsa_signal_destroy(hsa_signal_t signal) {
+  hsa_status_t status;
+  if (!sim_enter(SIM_FN_hsa_signal_destroy, &status)) {
+    if (!sim_initialized()) {
+      status = HSA_STATUS_ERROR_NOT_INITIALIZED;
+    } else {
+      status = HSA_STATUS_ERROR_INVALID_SIGNAL;
+      sim_lock();
+      sim_signal_t* s = sim_signal_get(signal);
+      if (s != NULL) {
+        sim_signal_kill_locked((uint32_t)(s - g_slots));
+        status = HSA_STATUS_SUCCESS;
+      }
+      sim_unlock();
+    }
+  }
+  uint64_t args[6] = {signal.handle, 0, 0, 0, 0, 0};
+  return sim_leave(SIM_FN_hsa_signal_destroy, status, args, NULL, 0);
+}
+
+void sim_signal_shutdown(hsa_sim_live_t* leaked) {
+  for (uint32_t i = 0; i < g_fresh; ++i) {
+    /* relaxed: gen is only written under the lock we hold. */
+    if ((atomic_load_explicit(&g_slots[i].gen, memory_order_relaxed) & 1u) != 0) {
+      sim_signal_kill_locked(i);
+      ++leaked->signals;
+    }
+  }
+  sim_live.signals = 0;
+}
+
+HSA_API int64_t* hsa_sim_signal_value_ptr(hsa_signal_t signal) {
+  sim_signal_t* s = sim_signal_get(signal);
+  /* The atomic object has the size and alignment of int64_t (asserted
+   * above); plain accesses through this pointer model device writes. */
+  return s != NULL ? (int64_t*)(void*)&s->value : NULL;
+}
+
+/* ---- Loads and stores ------------------------------------------------------ */
+
+#define SIM_LOAD_(order, mo)                                              \
+  HSA_API hsa_signal_value_t hsa_signal_load_##order(hsa_signal_t signal) { \
+    sim_count_call(SIM_FN_hsa_signal_load_##order);                       \
+    sim_signal_t* s = sim_signal_get(signal);                             \
+    return s != NULL ? atomic_load_explicit(&s->value, mo) : 0;           \
+  }
+
+/* HSA orderings map to C11: relaxed, scacquire = acquire,
+ * screlease = release, scacq_screl = acq_rel. */
+SIM_LOAD_(scacquire, memory_order_acquire)
+SIM_LOAD_(relaxed, memory_order_relaxed)
+
+#define SIM_STORE_(name, mo, notify)                                        \
+  HSA_API void hsa_signal_##name(hsa_signal_t signal,                       \
+                                 hsa_signal_value_t value) {                \
+    sim_count_call(SIM_FN_hsa_signal_##name);                               \
+    sim_signal_t* s = sim_signal_get(signal);                               \
+    if (s == NULL) return;                                                  \
+    atomic_store_explicit(&s->value, value, mo);                            \
+    if (notify) sim_signal_notify(s);                                       \
+  }
+
+SIM_STORE_(store_relaxed, memory_order_relaxed, true)
+SIM_STORE_(store_screlease, memory_order_release, true)
+SIM_STORE_(silent_store_relaxed, memory_order_relaxed, false)
+SIM_STORE_(silent_store_screlease, memory_order_release, false)
+
+/* ---- Read-modify-write ----------------------------------------------------- */
+
+#define SIM_EXCHANGE_(order, mo)                                            \
+  HSA_API hsa_signal_value_t hsa_signal_exchange_##order(                   \
+      hsa_signal_t signal, hsa_signal_value_t value) {                      \
+    sim_count_call(SIM_FN_hsa_signal_exchange_##order);                     \
+    sim_signal_t* s = sim_signal_get(signal);                               \
+    if (s == NULL) return 0;                                                \
+    hsa_signal_value_t old = atomic_exchange_explicit(&s->value, value, mo); \
+    sim_signal_notify(s);                                                   \
+    return old;                                                             \
+  }
+
+SIM_EXCHANGE_(scacq_screl, memory_order_acq_rel)
+SIM_EXCHANGE_(scacquire, memory_order_acquire)
+SIM_EXCHANGE_(relaxed, memory_order_relaxed)
+SIM_EXCHANGE_(screlease, memory_order_release)
+
+/* Returns the value observed (== expected when the swap happened). */
+#define SIM_CAS_(order, mo, fail_mo)                                        \
+  HSA_API hsa_signal_value_t hsa_signal_cas_##order(                        \
+      hsa_signal_t signal, hsa_signal_value_t expected,                     \
+      hsa_signal_value_t value) {                                           \
+    sim_count_call(SIM_FN_hsa_signal_cas_##order);                          \
+    sim_signal_t* s = sim_signal_get(signal);                               \
+    if (s == NULL) return 0;                                                \
+    hsa_signal_value_t seen = expected;                                     \
+    if (atomic_compare_exchange_strong_explicit(&s->value, &seen, value, mo, \
+                                                fail_mo)) {                 \
+      sim_signal_notify(s);                                                 \
+    }                                                                       \
+    return seen;                                                            \
+  }
+
+SIM_CAS_(scacq_screl, memory_order_acq_rel, memory_order_acquire)
+SIM_CAS_(scacquire, memory_order_acquire, memory_order_acquire)
+SIM_CAS_(relaxed, memory_order_relaxed, memory_order_relaxed)
+SIM_CAS_(screlease, memory_order_release, memory_order_relaxed)
+
+/* C11 atomic arithmetic on signed types wraps, as the device does. */
+#define SIM_RMW_(op, fetch, order, mo)                                      \
+  HSA_API void hsa_signal_##op##_##order(hsa_signal_t signal,               \
+                                         hsa_signal_value_t value) {        \
+    sim_count_call(SIM_FN_hsa_signal_##op##_##order);                       \
+    sim_signal_t* s = sim_signal_get(signal);                               \
+    if (s == NULL) return;                                                  \
+    (void)fetch(&s->value, value, mo);                                      \
+    sim_signal_notify(s);                                                   \
+  }
+
+#define SIM_RMW_ALL_(op, fetch)                                 \
+  SIM_RMW_(op, fetch, scacq_screl, memory_order_acq_rel)        \
+  SIM_RMW_(op, fetch, scacquire, memory_order_acquire)          \
+  SIM_RMW_(op, fetch, relaxed, memory_order_relaxed)            \
+  SIM_RMW_(op, fetch, screlease, memory_order_release)
+
+SIM_RMW_ALL_(add, atomic_fetch_add_explicit)
+SIM_RMW_ALL_(subtract, atomic_fetch_sub_explicit)
+SIM_RMW_ALL_(and, atomic_fetch_and_explicit)
+SIM_RMW_ALL_(or, atomic_fetch_or_explicit)
+SIM_RMW_ALL_(xor, atomic_fetch_xor_explicit)
+
+/* ---- Waits ------------------------------------------------------------------- */
+
+static bool sim_condition_met(hsa_signal_condition_t condition,
+                              hsa_signal_value_t value,
+                              hsa_signal_value_t compare) {
+  switch ((int)condition) {
+    case HSA_SIGNAL_CONDITION_EQ:
+      return value == compare;
+    case HSA_SIGNAL_CONDITION_NE:
+      return value != compare;
+    case HSA_SIGNAL_CONDITION_LT:
+      return value < compare;
+    case HSA_SIGNAL_CONDITION_GTE:
+      return value >= compare;
+    default:
+      return true; /* unknown condition: never block */
+  }
+}
+
+static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
+                                   hsa_signal_condition_t condition,
+                                   hsa_signal_value_t compare,
+                                   uint64_t timeout_ns, hsa_wait_state_t state,
+                                   memory_order mo) {
+  sim_count_call(fn);
+  sim_signal_t* s = sim_signal_get(signal);
+  if (s == NULL) return 0;
+  uint32_t gen = (uint32_t)(signal.handle >> 32);
+  hsa_signal_value_t v = atomic_load_explicit(&s->value, mo);
+  if (sim_condition_met(condition, v, compare) || timeout_ns == 0) return v;
+  uint64_t start = sim_now_ns();
+  uint64_t deadline = (timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - start)
+                          ? UINT64_MAX
+                          : start + timeout_ns;
+
+  if (state == HSA_WAIT_STATE_ACTIVE) {
+    for (uint32_t spins = 1;; ++spins) {
+      sim_cpu_relax();
+      v = atomic_load_explicit(&s->value, mo);
+      if (sim_condition_met(condition, v, compare)) return v;
+      if ((spins & 63u) == 0) {
+        if (!sim_signal_alive(s, gen)) return v;
+        if (deadline != UINT64_MAX && sim_now_ns() >= deadline) return v;
+        /* 2-core machines: let the thread that will change the value run. */
+        if ((spins & 1023u) == 0) sched_yield();
+      }
+    }
+  }
+
+  /* seq_cst: see sim_signal_notify. */
+  atomic_fetch_add_explicit(&s->waiters, 1, memory_order_seq_cst);
+  for (;;) {
+    /* seq_cst (an acquire): the value read after it is at least as new as
+     * the change that produced this seq. */
+    uint32_t seq = atomic_load_explicit(&s->seq, memory_order_seq_cst);
+    v = atomic_load_explicit(&s->value, mo);
+    if (sim_condition_met(condition, v, compare)) break;
+    if (!sim_signal_alive(s, gen)) break;
+    uint64_t now = sim_now_ns();
+    if (now >= deadline) break;
+    uint64_t sleep_ns = deadline == UINT64_MAX ? UINT64_MAX : deadline - now;
+    /* relaxed: tuning knobs, see their definitions. */
+    if (atomic_load_explicit(&g_recheck_on, memory_order_relaxed)) {
+      uint64_t period =
+          (uint64_t)atomic_load_explicit(&g_recheck_us, memory_order_relaxed) * 1000ull;
+      if (sleep_ns > period) sleep_ns = period;
+    }
+    long r = sim_futex_wait(&s->seq, seq, sleep_ns);
+    if (r == 0) {
+      uint32_t delay = atomic_load_explicit(&g_wake_delay_us, memory_order_relaxed);
+      if (delay != 0) sim_sleep_us(delay);
+    }
+  }
+  /* relaxed: only wakers read it, and a stale non-zero costs one syscall. */
+  atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
+  return v;
+}
+
+HSA_API hsa_signal_value_t hsa_signal_wait_scacquire(
+    hsa_signal_t signal, hsa_signal_condition_t condition,
+    hsa_signal_value_t compare_value, uint64_t timeout_hint,
+    hsa_wait_state_t wait_state_hint) {
+  return sim_wait(SIM_FN_hsa_signal_wait_scacquire, signal, condition,
+                  compare_value, timeout_hint, wait_state_hint,
+                  memory_order_acquire);
+}
+
+HSA_API hsa_signal_value_t hsa_signal_wait_relaxed(
+    hsa_signal_t signal, hsa_signal_condition_t condition,
+    hsa_signal_value_t compare_value, uint64_t timeout_hint,
+    hsa_wait_state_t wait_state_hint) {
+  return sim_wait(SIM_FN_hsa_signal_wait_relaxed, signal, condition,
+                  compare_value, timeout_hint, wait_state_hint,
+                  memory_order_relaxed);
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds and runs the demo on the built-in software HSA runtime (pass
+# --system-hsa to use the system's ROCr instead). Installs missing build tools.
+#   BUILD_DIR   build directory (default: build/demo)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+bash scripts/setup.sh >&2
+
+build_dir=${BUILD_DIR:-build/demo}
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build_dir" --target amdgpu_dropin_demo -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+exec "$build_dir/demo/amdgpu_dropin_demo" "$@"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the whole test suite from a fresh checkout: Rust unit, header-drift and
+# model-checking tests, then the C suite (software HSA runtime, vmem, hostcall,
+# printf, exported symbols) with ctest. Installs missing build tools first.
+#   BUILD_DIR   build directory (default: build/test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+bash scripts/setup.sh
+
+build_dir=${BUILD_DIR:-build/test}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== cargo test (workspace)"
+cargo test --workspace --locked
+
+if ls tests/loom_*.rs >/dev/null 2>&1; then
+  echo "== loom model checking"
+  for test in tests/loom_*.rs; do
+    name=$(basename "$test" .rs)
+    LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2} RUSTFLAGS="--cfg loom" \
+      CARGO_TARGET_DIR=target/loom cargo test --locked --release --test "$name"
+  done
+fi
+
+echo "== C suite (cmake + ctest)"
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$build_dir" -j "$jobs"
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"

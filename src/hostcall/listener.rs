@@ -1,0 +1,431 @@
+//! The listener thread: waits on the shared doorbell signal and serves the
+//! ready stacks of every registered buffer.
+//!
+//! # Waiting strategy (latency vs. idle CPU)
+//!
+//! A blocked HSA wait is woken through an interrupt on a real GPU, tens of
+//! microseconds after the wave rings; waves often issue their next request
+//! right after the previous answer. So after any work the listener keeps
+//! polling the ready stacks for `POLL_WINDOW` (spinning briefly, then
+//! yielding, like crossbeam's `Backoff::snooze`), and only then blocks on the
+//! doorbell (`wait != last value`, `WAIT_TIMEOUT`). Idle, the listener sits in
+//! that blocked wait and wakes once per `WAIT_TIMEOUT` to rescan: an idle
+//! cost of one load per buffer every 50 ms.
+//!
+//! The rescan on timeout (and the scan just before blocking) means the
+//! doorbell is only a hint: a lost or coalesced ring delays a packet by at
+//! most `WAIT_TIMEOUT`, it never strands it. The value compared against is
+//! read (acquire) *before* the last scan, so a ring that lands between that
+//! scan and the wait changes the value and the wait returns at once.
+//!
+//! # No lock while serving
+//!
+//! The listener works from a snapshot of the registry (`Arc<[Arc<Entry>]>`,
+//! refreshed when `Shared::generation` moves); the registry's spin lock is
+//! held only to clone or replace that `Arc`. Each buffer has a `Gate`
+//! (protocol.rs) that `disableHostcalls` closes and waits on, so disabling one
+//! buffer waits at most for the packet being served on that buffer, and
+//! enabling never waits for services at all.
+//!
+//! # Stopping
+//!
+//! `stop` (last buffer disabled), process exit (`EXITING`, set by the
+//! library's `.fini_array` hook), or being in a forked child
+//! (`FORK_EPOCH` moved) end the loop. See registry.rs for who waits how long.
+
+use core::ffi::c_void;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hsa_sys::*;
+
+use super::buffer::DeviceBuffer;
+use super::protocol::{drain_ready, Gate};
+use super::service::Services;
+use crate::log::Level;
+
+/// How long the listener keeps polling the ready stacks after it last found
+/// work before it blocks on the doorbell. Longer: lower latency for waves
+/// that call again soon, more CPU burnt after each burst (at most this much
+/// per burst). Tuned by the benchmark (issue 4).
+pub const POLL_WINDOW: Duration = Duration::from_micros(100);
+
+/// Timeout of the blocked doorbell wait: the longest a packet whose ring was
+/// lost waits, and the idle wake-up period (idle CPU ∝ 1 / this).
+pub const WAIT_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// Spins (with `spin_loop` hints doubling per round) before the poll loop
+/// starts yielding the CPU instead.
+const SPIN_ROUNDS: u32 = 6;
+
+/// Set by the `.fini_array` hook: the process is exiting (or the library is
+/// being unloaded). Listeners stop; no HSA call is made any more (the HSA
+/// runtime may already be torn down).
+pub static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Listener threads that have not finished yet.
+pub static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Bumped in a forked child: listeners (and signals) of an older epoch
+/// belong to the parent.
+pub static FORK_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// On a listener thread: the address of its `Shared`; 0 elsewhere.
+    static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// True when called on the listener thread owning `shared` (from a service).
+pub fn on_listener_thread(shared: &Shared) -> bool {
+    CURRENT.try_with(|c| c.get() == shared as *const Shared as usize).unwrap_or(false)
+}
+
+/// True when called on any listener thread.
+pub fn on_any_listener_thread() -> bool {
+    CURRENT.try_with(|c| c.get() != 0).unwrap_or(false)
+}
+
+//===----------------------------------------------------------------------===//
+// The doorbell signal
+//===----------------------------------------------------------------------===//
+
+/// HSA signal functions, resolved at run time (SPEC §3).
+#[derive(Clone, Copy)]
+pub struct SignalApi {
+    create: pfn_hsa_signal_create,
+    destroy: pfn_hsa_signal_destroy,
+    load: pfn_hsa_signal_load,
+    add: pfn_hsa_signal_add,
+    wait: pfn_hsa_signal_wait,
+    /// Wait-timeout ticks per second (HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY).
+    ticks_per_second: u64,
+}
+
+fn resolve_first<F: Copy>(names: &[&core::ffi::CStr]) -> Result<F, String> {
+    let mut last = String::new();
+    for name in names {
+        // SAFETY: every caller passes names whose C signature is `F`.
+        match unsafe { crate::hsa::resolve_fn::<F>(name) } {
+            Ok(f) => return Ok(f),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+impl SignalApi {
+    pub fn resolve() -> Result<SignalApi, String> {
+        let create = resolve_first::<pfn_hsa_signal_create>(&[c"hsa_signal_create"])?;
+        let destroy = resolve_first::<pfn_hsa_signal_destroy>(&[c"hsa_signal_destroy"])?;
+        let load = resolve_first::<pfn_hsa_signal_load>(&[
+            c"hsa_signal_load_scacquire",
+            c"hsa_signal_load_acquire",
+        ])?;
+        let add = resolve_first::<pfn_hsa_signal_add>(&[
+            c"hsa_signal_add_screlease",
+            c"hsa_signal_add_release",
+        ])?;
+        let wait = resolve_first::<pfn_hsa_signal_wait>(&[
+            c"hsa_signal_wait_scacquire",
+            c"hsa_signal_wait_acquire",
+        ])?;
+        let mut ticks_per_second = 1_000_000_000u64;
+        if let Ok(get_info) = resolve_first::<pfn_hsa_system_get_info>(&[c"hsa_system_get_info"]) {
+            let mut value = 0u64;
+            // SAFETY: TIMESTAMP_FREQUENCY writes one uint64_t to the pointer.
+            let status = unsafe {
+                get_info(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, (&mut value as *mut u64).cast::<c_void>())
+            };
+            if status == HSA_STATUS_SUCCESS && value > 0 {
+                ticks_per_second = value;
+            } else {
+                crate::log!(
+                    Level::Info,
+                    "hostcall: hsa_system_get_info(TIMESTAMP_FREQUENCY) failed ({:#x}); assuming 1 GHz",
+                    status
+                );
+            }
+        }
+        Ok(SignalApi { create, destroy, load, add, wait, ticks_per_second })
+    }
+
+    /// Creates the doorbell: value 1, no consumer restriction (as upstream).
+    pub fn create_doorbell(&self) -> Result<hsa_signal_t, String> {
+        let mut signal = hsa_signal_t::default();
+        // SAFETY: resolved hsa_signal_create; `signal` is writable; NULL consumers with count 0.
+        let status = unsafe { (self.create)(1, 0, core::ptr::null(), &mut signal) };
+        if status != HSA_STATUS_SUCCESS {
+            return Err(format!(
+                "hsa_signal_create failed: {} ({:#x})",
+                hsa_status_name(status).unwrap_or("unknown status"),
+                status
+            ));
+        }
+        Ok(signal)
+    }
+
+    fn timeout_ticks(&self, timeout: Duration) -> u64 {
+        (timeout.as_nanos() * u128::from(self.ticks_per_second) / 1_000_000_000).min(u64::MAX as u128) as u64
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// State shared between the registry and one listener thread
+//===----------------------------------------------------------------------===//
+
+/// One registered buffer.
+pub struct Entry {
+    /// The buffer address (registry key and printf's buffer key).
+    pub key: usize,
+    pub buffer: DeviceBuffer,
+    /// The queue passed to enableHostcalls (only compared on disable).
+    pub queue: usize,
+    pub gate: Gate,
+}
+
+pub struct Shared {
+    api: SignalApi,
+    pub signal: hsa_signal_t,
+    epoch: u64,
+    stop: AtomicBool,
+    /// Bumped (release) after `published` changes.
+    generation: AtomicU64,
+    /// The registry snapshot the listener serves. Held only to clone/replace.
+    published: spin::Mutex<Arc<[Arc<Entry>]>>,
+    pub services: Services,
+}
+
+impl Shared {
+    pub fn new(api: SignalApi, signal: hsa_signal_t) -> Shared {
+        Shared {
+            api,
+            signal,
+            // Relaxed: only this thread's own view of the epoch matters.
+            epoch: FORK_EPOCH.load(Ordering::Relaxed),
+            stop: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+            published: spin::Mutex::new(Arc::from(Vec::new())),
+            services: Services::new(),
+        }
+    }
+
+    /// Replaces the snapshot the listener serves.
+    pub fn publish(&self, entries: &[Arc<Entry>]) {
+        *self.published.lock() = entries.iter().cloned().collect::<Vec<_>>().into();
+        // Release: pairs with the listener's acquire load; it then takes the
+        // lock, which orders the new snapshot (and the buffers' initialization) anyway.
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    fn in_current_epoch(&self) -> bool {
+        // Relaxed: the child handler runs before any other code of the child.
+        self.epoch == FORK_EPOCH.load(Ordering::Relaxed)
+    }
+
+    fn should_stop(&self) -> bool {
+        // Acquire: pairs with `request_stop`'s release (nothing else rides on it).
+        self.stop.load(Ordering::Acquire)
+            // Relaxed: a hint; the exit hook waits for RUNNING to drop.
+            || EXITING.load(Ordering::Relaxed)
+            || !self.in_current_epoch()
+    }
+
+    /// May HSA be called for this signal? Not at exit, not in a forked child.
+    fn hsa_usable(&self) -> bool {
+        !EXITING.load(Ordering::Relaxed) && self.in_current_epoch()
+    }
+
+    /// Asks the listener to stop and wakes it.
+    pub fn request_stop(&self) {
+        // Release: see should_stop.
+        self.stop.store(true, Ordering::Release);
+        self.ring();
+    }
+
+    /// Changes the doorbell value so a blocked wait returns.
+    pub fn ring(&self) {
+        if self.hsa_usable() {
+            // SAFETY: resolved hsa_signal_add_screlease on our live signal.
+            unsafe { (self.api.add)(self.signal, 1) };
+        }
+    }
+
+    fn doorbell_load(&self) -> i64 {
+        // SAFETY: resolved hsa_signal_load_scacquire on our live signal. Acquire:
+        // pairs with the waves' release add, so a push that preceded a ring we
+        // observe is seen by the scan that follows.
+        unsafe { (self.api.load)(self.signal) }
+    }
+
+    fn doorbell_wait(&self, observed: i64, timeout: Duration) {
+        // SAFETY: resolved hsa_signal_wait_scacquire on our live signal.
+        unsafe {
+            (self.api.wait)(
+                self.signal,
+                HSA_SIGNAL_CONDITION_NE,
+                observed,
+                self.api.timeout_ticks(timeout),
+                HSA_WAIT_STATE_BLOCKED,
+            )
+        };
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.hsa_usable() {
+            // SAFETY: resolved hsa_signal_destroy; no listener uses the signal any
+            // more (this is the last reference) and every buffer naming it was disabled.
+            let status = unsafe { (self.api.destroy)(self.signal) };
+            if status != HSA_STATUS_SUCCESS {
+                crate::log!(Level::Warning, "hostcall: hsa_signal_destroy failed ({:#x})", status);
+            }
+        }
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// The thread
+//===----------------------------------------------------------------------===//
+
+/// Starts a listener thread for `shared`. `RUNNING` counts it until it ends.
+pub fn spawn(shared: Arc<Shared>) -> Result<std::thread::JoinHandle<()>, String> {
+    // Relaxed: a counter; the exit hook's acquire load pairs with the decrement.
+    RUNNING.fetch_add(1, Ordering::Relaxed);
+    let result = std::thread::Builder::new()
+        .name("amdgpu-hostcall".into())
+        .spawn(move || thread_main(shared));
+    result.map_err(|e| {
+        RUNNING.fetch_sub(1, Ordering::Relaxed);
+        format!("cannot start the listener thread: {e}")
+    })
+}
+
+fn thread_main(shared: Arc<Shared>) {
+    let _ = CURRENT.try_with(|c| c.set(Arc::as_ptr(&shared) as usize));
+    crate::log!(Level::Info, "hostcall: listener started (doorbell signal {:#x})", shared.signal.handle);
+    while !shared.should_stop() {
+        // The loop body never panics by design (services are caught per lane);
+        // this catch keeps the listener alive should that ever be wrong.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&shared))) {
+            Ok(()) => break,
+            Err(payload) => crate::log!(
+                Level::Error,
+                "hostcall listener: internal panic: {}; the listener keeps serving",
+                crate::ffi::panic::panic_message(&*payload)
+            ),
+        }
+    }
+    crate::log!(Level::Info, "hostcall: listener stopped");
+    let _ = CURRENT.try_with(|c| c.set(0));
+    drop(shared);
+    // Release: pairs with the exit hook's acquire load of RUNNING.
+    RUNNING.fetch_sub(1, Ordering::Release);
+}
+
+/// Leaves the gate when dropped (also on unwind).
+struct Inside<'a>(&'a Gate);
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+/// Serves every registered buffer once; true if anything was found.
+fn scan(shared: &Shared, snapshot: &[Arc<Entry>]) -> bool {
+    let mut worked = false;
+    for entry in snapshot {
+        // Relaxed peek: an empty stack is skipped without entering the gate.
+        if entry.buffer.ready_stack().load(Ordering::Relaxed) == 0 {
+            continue;
+        }
+        if !entry.gate.enter() {
+            continue;
+        }
+        let _inside = Inside(&entry.gate);
+        let stats = drain_ready(
+            &entry.buffer,
+            |service, lane, slot| shared.services.serve_lane(entry.key, service, lane, slot),
+            || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed),
+        );
+        if let Some(ptr) = stats.bad_pointer {
+            crate::log!(
+                Level::Error,
+                "hostcall: buffer {:#x}: ready stack holds tagged pointer {:#x} whose index {} is not \
+                 below the packet count {}; it and the packets behind it are dropped, never touched",
+                entry.key,
+                ptr,
+                ptr & entry.buffer.index_mask(),
+                entry.buffer.packets()
+            );
+        }
+        if stats.cycle {
+            crate::log!(
+                Level::Error,
+                "hostcall: buffer {:#x}: ready stack chain longer than its {} packets (a cycle); cut",
+                entry.key,
+                entry.buffer.packets()
+            );
+        }
+        worked |= stats.did_work();
+    }
+    worked
+}
+
+/// Backoff for the poll window: exponential spin, then yield.
+fn snooze(step: &mut u32) {
+    if *step < SPIN_ROUNDS {
+        for _ in 0..(1u32 << *step) {
+            core::hint::spin_loop();
+        }
+        *step += 1;
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+fn run(shared: &Shared) {
+    let mut snapshot: Arc<[Arc<Entry>]> = Arc::from(Vec::new());
+    let mut seen_generation = u64::MAX;
+    let mut poll_until: Option<Instant> = None;
+    let mut step = 0u32;
+    loop {
+        if shared.should_stop() {
+            return;
+        }
+        // Acquire: pairs with `publish`'s release increment.
+        let generation = shared.generation.load(Ordering::Acquire);
+        if generation != seen_generation {
+            snapshot = shared.published.lock().clone();
+            seen_generation = generation;
+        }
+        if scan(shared, &snapshot) {
+            poll_until = Some(Instant::now() + POLL_WINDOW);
+            step = 0;
+            continue;
+        }
+        if let Some(until) = poll_until {
+            if Instant::now() < until {
+                snooze(&mut step);
+                continue;
+            }
+            poll_until = None;
+        }
+        // About to block: read the doorbell first, then look once more, so a
+        // ring after this load makes the wait return at once and a ring before
+        // it is covered by this scan.
+        let observed = shared.doorbell_load();
+        if scan(shared, &snapshot) {
+            poll_until = Some(Instant::now() + POLL_WINDOW);
+            step = 0;
+            continue;
+        }
+        if shared.should_stop() {
+            return;
+        }
+        shared.doorbell_wait(observed, WAIT_TIMEOUT);
+    }
+}

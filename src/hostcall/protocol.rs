@@ -1,0 +1,461 @@
+//! The host side of the classic hostcall protocol, written against the `sync`
+//! shim so `tests/loom_hostcall.rs` model-checks exactly this code.
+//!
+//! # Protocol (per wave; ROCm device libraries, "ockl" hostcall)
+//!
+//! Device: pop a packet from `free_stack` (acquire CAS) → write service,
+//! activemask, control = READY and the active lanes' payload words → push the
+//! packet on `ready_stack` (`next` = old top, release CAS) → add 1 to the
+//! doorbell signal (release) → spin until READY is clear (acquire) → read
+//! slot[0..1] → push the packet back on `free_stack` with its tag bumped.
+//!
+//! Host (`drain_ready`): detach the whole ready stack (swap with 0, acquire) →
+//! for each packet of the detached chain: read its `next` *first*, copy each
+//! active lane's words out, run the service, write the words back, clear
+//! READY (release). Once READY is clear the wave owns the packet again and may
+//! recycle it at once, which is why `next` must have been read before.
+//!
+//! # Memory ordering
+//!
+//! * Host `swap(0, Acquire)` on ready_stack pairs with every device
+//!   `CAS(Release)` that pushed a packet of the detached chain: the pushes are
+//!   read-modify-writes, so each one's release sequence extends through all
+//!   later pushes to the value our swap reads. Everything a wave wrote before
+//!   its push (header, payload, `next`) is therefore visible, and plain
+//!   (relaxed) loads suffice for them.
+//! * Host `fetch_and(!READY, Release)` on control pairs with the wave's
+//!   acquire spin on READY: the answer words are visible before the wave reads
+//!   them, and our last access to the packet (`next` was read even earlier)
+//!   happens before the wave reuses it.
+//! * The doorbell is only a wake-up hint and carries no data; the listener
+//!   never relies on it to find work (it rescans on timeout).
+//!
+//! # Malformed device traffic
+//!
+//! A tagged pointer whose index is not below the packet count (possible when
+//! the count is not a power of two) is never dereferenced: the rest of the
+//! chain (reachable only through that packet) is dropped and logged. A chain
+//! longer than the packet count must contain a cycle; the walk stops there.
+
+use super::buffer::{DeviceBuffer, PacketIndex};
+use super::layout::{self, CONTROL_READY};
+use super::sync::{AtomicBool, Ordering};
+
+/// What one `drain_ready` call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DrainStats {
+    /// Packets served and released (READY cleared).
+    pub served: u32,
+    /// A tagged pointer with an out-of-range index ended the chain.
+    pub bad_pointer: Option<u64>,
+    /// The chain was longer than the packet count (a cycle) and was cut.
+    pub cycle: bool,
+    /// The walk stopped early because `keep_going` said so.
+    pub stopped: bool,
+}
+
+impl DrainStats {
+    pub fn did_work(&self) -> bool {
+        self.served > 0 || self.bad_pointer.is_some() || self.cycle
+    }
+}
+
+/// Detaches `buffer`'s ready stack and serves every packet on it.
+///
+/// `serve(service, lane, slot)` answers one active lane: it gets the lane's 8
+/// words and leaves the answer in them. `keep_going()` is asked between
+/// packets; when it returns false the walk stops (the buffer is being
+/// unregistered) and the packets not yet served are abandoned.
+pub fn drain_ready<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
+where
+    S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
+    K: FnMut() -> bool,
+{
+    let mut stats = DrainStats::default();
+    let ready = buffer.ready_stack();
+    // Relaxed peek: an empty stack costs a shared read instead of a write that
+    // would take the device's cache line away. A push we miss here is seen by
+    // the next scan (the listener rescans before it blocks and on timeout).
+    if ready.load(Ordering::Relaxed) == 0 {
+        return stats;
+    }
+    // Acquire: pairs with the device's release CAS that pushed onto ready_stack
+    // (see "Memory ordering" above).
+    let mut ptr = ready.swap(0, Ordering::Acquire);
+    let mut walked: u64 = 0;
+    while ptr != 0 {
+        let Some(index) = buffer.packet_index(ptr) else {
+            stats.bad_pointer = Some(ptr);
+            break;
+        };
+        walked += 1;
+        if walked > u64::from(buffer.packets()) {
+            stats.cycle = true;
+            break;
+        }
+        // Relaxed: made visible by the acquire swap above. Read before the
+        // packet is released: afterwards the wave may push it on the free
+        // stack and overwrite `next`.
+        let next = buffer.next(index).load(Ordering::Relaxed);
+        serve_packet(buffer, index, &mut serve);
+        stats.served += 1;
+        ptr = next;
+        if ptr != 0 && !keep_going() {
+            stats.stopped = true;
+            break;
+        }
+    }
+    stats
+}
+
+/// Serves every active lane of one packet, then hands it back to the wave.
+fn serve_packet<S>(buffer: &DeviceBuffer, index: PacketIndex, serve: &mut S)
+where
+    S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
+{
+    // Relaxed: header fields written before the push, visible through the
+    // acquire swap in `drain_ready`.
+    let mut mask = buffer.activemask(index).load(Ordering::Relaxed);
+    let service = buffer.service(index).load(Ordering::Relaxed);
+    while mask != 0 {
+        let lane = mask.trailing_zeros();
+        mask &= mask - 1;
+        let mut slot = buffer.read_slot(index, lane);
+        serve(service, lane, &mut slot);
+        buffer.write_slot(index, lane, &slot);
+    }
+    // Release: publishes the answer words to the wave, whose acquire load that
+    // sees READY clear pairs with this; also orders our `next` read and every
+    // payload access before the wave's reuse of the packet.
+    buffer.control(index).fetch_and(!CONTROL_READY, Ordering::Release);
+}
+
+//===----------------------------------------------------------------------===//
+// Registration gate: disableHostcalls vs. the listener
+//===----------------------------------------------------------------------===//
+
+/// Decides who may touch a registered buffer: the listener enters before it
+/// drains it, `disableHostcalls` closes the gate and waits until no one is
+/// inside; after that the buffer is never touched again and the caller may
+/// free it.
+///
+/// Memory ordering: `enter` (busy := true, then read `closed`) and `close`
+/// (closed := true, then read `busy`) are the two halves of a store→load
+/// handshake (Dekker). Release/acquire cannot order a store before a later
+/// load, so all four accesses are SeqCst: in their single total order either
+/// the listener sees `closed` (and backs out) or `close` sees `busy` (and
+/// waits). The final `busy := false` is a release store paired with the
+/// closer's (SeqCst, hence acquire) load, so every access the listener made to
+/// the buffer happens before `disableHostcalls` returns.
+#[derive(Debug)]
+pub struct Gate {
+    closed: AtomicBool,
+    busy: AtomicBool,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate { closed: AtomicBool::new(false), busy: AtomicBool::new(false) }
+    }
+
+    /// Tries to enter; false when the gate is closed or another server is
+    /// inside (only one thread drains a buffer at a time).
+    pub fn enter(&self) -> bool {
+        // SeqCst: store half of the handshake described on `Gate`.
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        // SeqCst: load half of the handshake.
+        if self.closed.load(Ordering::SeqCst) {
+            // Release: nothing was accessed, but keep the pairing uniform.
+            self.busy.store(false, Ordering::Release);
+            return false;
+        }
+        true
+    }
+
+    /// Leaves after a successful `enter`.
+    pub fn leave(&self) {
+        // Release: pairs with the closer's load of `busy`; see `Gate`.
+        self.busy.store(false, Ordering::Release);
+    }
+
+    /// Whether the gate was closed (checked between packets).
+    pub fn is_closed(&self) -> bool {
+        // Relaxed: only a hint to stop early; `close`/`enter` carry the ordering.
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Closes the gate; returns true if no server is inside any more (so the
+    /// buffer is free to go). Call `is_idle` until true otherwise.
+    pub fn close(&self) -> bool {
+        // SeqCst: store half of the handshake.
+        self.closed.store(true, Ordering::SeqCst);
+        self.is_idle()
+    }
+
+    /// True when no server is inside.
+    pub fn is_idle(&self) -> bool {
+        // SeqCst: load half of the handshake (and acquire for the final leave).
+        !self.busy.load(Ordering::SeqCst)
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// The device side, for tests and the loom model
+//===----------------------------------------------------------------------===//
+
+/// One wave's steps of the device protocol, written from the SPEC for tests
+/// (the C device simulator is the independent implementation).
+#[cfg(any(test, loom))]
+pub mod device {
+    use super::*;
+
+    /// Pops a packet from the free stack; None when it is empty.
+    pub fn pop_free(buffer: &DeviceBuffer) -> Option<u64> {
+        let free = buffer.free_stack();
+        // Acquire: pairs with the release CAS of the wave that pushed the top.
+        let mut top = free.load(Ordering::Acquire);
+        loop {
+            if top == 0 {
+                return None;
+            }
+            let index = buffer.packet_index(top).expect("free stack holds valid pointers");
+            // Relaxed: written before the release push we acquired.
+            let next = buffer.next(index).load(Ordering::Relaxed);
+            // Acquire on success and on failure: either way we go on to read the
+            // `next` word of the top we observed, published by its pusher's release CAS.
+            match free.compare_exchange_weak(top, next, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => return Some(top),
+                Err(current) => top = current,
+            }
+        }
+    }
+
+    /// Fills a popped packet.
+    pub fn fill(buffer: &DeviceBuffer, ptr: u64, service: u32, activemask: u64, lanes: &[[u64; 8]]) {
+        let index = buffer.packet_index(ptr).unwrap();
+        // Relaxed: published by the release push onto ready_stack.
+        buffer.service(index).store(service, Ordering::Relaxed);
+        buffer.activemask(index).store(activemask, Ordering::Relaxed);
+        buffer.control(index).store(CONTROL_READY, Ordering::Relaxed);
+        let mut mask = activemask;
+        while mask != 0 {
+            let lane = mask.trailing_zeros();
+            mask &= mask - 1;
+            buffer.write_slot(index, lane, &lanes[lane as usize]);
+        }
+    }
+
+    /// Pushes a filled packet onto the ready stack.
+    pub fn push_ready(buffer: &DeviceBuffer, ptr: u64) {
+        let index = buffer.packet_index(ptr).unwrap();
+        let ready = buffer.ready_stack();
+        // Relaxed: the CAS below re-checks the value.
+        let mut top = ready.load(Ordering::Relaxed);
+        loop {
+            buffer.next(index).store(top, Ordering::Relaxed);
+            // Release: publishes the packet's contents to the host's acquire swap.
+            match ready.compare_exchange_weak(top, ptr, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(current) => top = current,
+            }
+        }
+    }
+
+    /// True once the host has cleared READY.
+    pub fn is_served(buffer: &DeviceBuffer, ptr: u64) -> bool {
+        let index = buffer.packet_index(ptr).unwrap();
+        // Acquire: pairs with the host's release clear of READY.
+        buffer.control(index).load(Ordering::Acquire) & CONTROL_READY == 0
+    }
+
+    /// Reads lane `lane`'s answer words.
+    pub fn read_answer(buffer: &DeviceBuffer, ptr: u64, lane: u32) -> [u64; 8] {
+        buffer.read_slot(buffer.packet_index(ptr).unwrap(), lane)
+    }
+
+    /// Returns the packet to the free stack with its tag bumped.
+    pub fn push_free(buffer: &DeviceBuffer, ptr: u64) {
+        let index = buffer.packet_index(ptr).unwrap();
+        let tagged = layout::bump_tag(ptr, buffer.index_mask());
+        let free = buffer.free_stack();
+        // Relaxed: the CAS below re-checks the value.
+        let mut top = free.load(Ordering::Relaxed);
+        loop {
+            buffer.next(index).store(top, Ordering::Relaxed);
+            // Release: publishes `next` (and our last reads of the packet) to the next popper.
+            match free.compare_exchange_weak(top, tagged, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(current) => top = current,
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::device::*;
+    use super::*;
+    use core::ptr::NonNull;
+
+    struct TestBuffer {
+        _mem: Vec<u64>,
+        buf: DeviceBuffer,
+    }
+
+    fn make(n: u32) -> TestBuffer {
+        let mut mem = vec![0u64; layout::buffer_size(n) / 8];
+        let base = NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: `mem` is 8-aligned, large enough, and lives as long as the view
+        // (both in TestBuffer; the Vec's heap block does not move).
+        let buf = unsafe { DeviceBuffer::new(base, n) };
+        buf.initialize(0);
+        TestBuffer { _mem: mem, buf }
+    }
+
+    fn lanes_with(seed: u64) -> Vec<[u64; 8]> {
+        (0..64u64).map(|l| core::array::from_fn(|w| seed * 1000 + l * 10 + w as u64)).collect()
+    }
+
+    #[test]
+    fn serves_every_packet_and_every_active_lane_only() {
+        for n in [2u32, 3, 5, 8] {
+            let t = make(n);
+            let b = &t.buf;
+            let mut ptrs = Vec::new();
+            let masks = [1u64, 0x8000_0000_0000_0001, u64::MAX, 0xF0, 0x5];
+            for k in 0..n as usize {
+                let ptr = pop_free(b).expect("free packet");
+                fill(b, ptr, 7, masks[k % masks.len()], &lanes_with(k as u64));
+                push_ready(b, ptr);
+                ptrs.push((ptr, masks[k % masks.len()], k as u64));
+            }
+            assert_eq!(pop_free(b), None, "n={n}: all packets taken");
+            let mut seen = Vec::new();
+            let stats = drain_ready(
+                b,
+                |service, lane, slot| {
+                    assert_eq!(service, 7);
+                    seen.push((slot[0], lane));
+                    slot[0] = !slot[0];
+                    slot[1] = u64::from(lane);
+                },
+                || true,
+            );
+            assert_eq!(stats.served, n);
+            assert_eq!(stats.bad_pointer, None);
+            let expected_lanes: u32 = ptrs.iter().map(|p| p.1.count_ones()).sum();
+            assert_eq!(seen.len() as u32, expected_lanes);
+            for (ptr, mask, k) in &ptrs {
+                assert!(is_served(b, *ptr));
+                for lane in 0..64u32 {
+                    let answer = read_answer(b, *ptr, lane);
+                    let input = lanes_with(*k)[lane as usize];
+                    if mask & (1 << lane) != 0 {
+                        assert_eq!(answer[0], !input[0]);
+                        assert_eq!(answer[1], u64::from(lane));
+                        assert_eq!(answer[2..], input[2..]);
+                    } else {
+                        assert_eq!(answer, [0; 8], "inactive lane {lane} touched");
+                    }
+                }
+                push_free(b, *ptr);
+            }
+            // Every packet is back with a bumped tag and can be popped again.
+            let mut again = 0;
+            while let Some(ptr) = pop_free(b) {
+                assert!(layout::tag_of(ptr, b.index_mask()) >= 1);
+                again += 1;
+            }
+            assert_eq!(again, n);
+        }
+    }
+
+    #[test]
+    fn empty_mask_only_clears_ready() {
+        let t = make(2);
+        let b = &t.buf;
+        let ptr = pop_free(b).unwrap();
+        fill(b, ptr, 1, 0, &lanes_with(0));
+        push_ready(b, ptr);
+        let stats = drain_ready(b, |_, _, _| panic!("no lane is active"), || true);
+        assert_eq!(stats.served, 1);
+        assert!(is_served(b, ptr));
+    }
+
+    #[test]
+    fn out_of_range_index_is_never_touched() {
+        let t = make(5); // index_mask 7: indices 5..7 name no packet
+        let b = &t.buf;
+        let good = pop_free(b).unwrap();
+        fill(b, good, 1, 1, &lanes_with(1));
+        push_ready(b, good);
+        // A bad pointer on top of the stack: the good packet below is unreachable.
+        b.ready_stack().store(6 + 8 * 2, Ordering::Relaxed);
+        let stats = drain_ready(b, |_, _, _| panic!("nothing is served"), || true);
+        assert_eq!(stats.bad_pointer, Some(6 + 8 * 2));
+        assert_eq!(stats.served, 0);
+        assert_eq!(b.ready_stack().load(Ordering::Relaxed), 0, "stack detached");
+        // A bad pointer in a `next` word: packets before it are served.
+        let t = make(5);
+        let b = &t.buf;
+        let p = pop_free(b).unwrap();
+        fill(b, p, 1, 1, &lanes_with(1));
+        push_ready(b, p);
+        b.next(b.packet_index(p).unwrap()).store(7, Ordering::Relaxed);
+        let stats = drain_ready(b, |_, _, slot| slot[0] = 42, || true);
+        assert_eq!(stats.served, 1);
+        assert_eq!(stats.bad_pointer, Some(7));
+        assert_eq!(read_answer(b, p, 0)[0], 42);
+    }
+
+    #[test]
+    fn a_cycle_is_cut_after_packet_count_steps() {
+        let t = make(3);
+        let b = &t.buf;
+        let p = pop_free(b).unwrap();
+        fill(b, p, 1, 1, &lanes_with(1));
+        push_ready(b, p);
+        // The packet points at itself.
+        b.next(b.packet_index(p).unwrap()).store(p, Ordering::Relaxed);
+        let mut calls = 0;
+        let stats = drain_ready(b, |_, _, _| calls += 1, || true);
+        assert!(stats.cycle);
+        assert_eq!(stats.served, 3);
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn keep_going_false_stops_between_packets() {
+        let t = make(4);
+        let b = &t.buf;
+        for _ in 0..3 {
+            let p = pop_free(b).unwrap();
+            fill(b, p, 1, 1, &lanes_with(1));
+            push_ready(b, p);
+        }
+        let stats = drain_ready(b, |_, _, _| {}, || false);
+        assert_eq!(stats.served, 1);
+        assert!(stats.stopped);
+    }
+
+    #[test]
+    fn gate_excludes_and_closes() {
+        let gate = Gate::new();
+        assert!(gate.enter());
+        assert!(!gate.enter(), "one server at a time");
+        assert!(!gate.close(), "busy while inside");
+        assert!(gate.is_closed());
+        gate.leave();
+        assert!(gate.is_idle());
+        assert!(!gate.enter(), "closed gate refuses");
+        assert!(gate.is_idle());
+    }
+}

@@ -1,0 +1,376 @@
+//! Registration: `enableHostcalls` / `disableHostcalls`, the process-wide
+//! listener's lifetime, and the process-level hooks (exit, fork, unload).
+//!
+//! # Thread safety
+//!
+//! Enable and disable may be called from any thread, concurrently with each
+//! other and with traffic. They serialize on `State::control` (a std mutex
+//! held for list updates and listener start, never while a service runs and
+//! never while waiting for the listener). The listener never takes it.
+//!
+//! # Decisions (documented behaviour)
+//!
+//! * Packet count < 2 → enable returns false. With one packet the index mask
+//!   is 0, so the only packet's tagged pointers are its tags alone and the
+//!   free stack's "empty" value 0 is indistinguishable from packet 0 with tag
+//!   0: the device protocol needs n ≥ 2 (upstream assumes it silently).
+//! * NULL or not 8-aligned buffer, or a range that wraps the address space →
+//!   false.
+//! * Enabling a buffer that is already enabled → false, logged; the first
+//!   registration stays intact and the buffer is not re-initialized (waves may
+//!   be using it). A buffer overlapping another enabled buffer → false.
+//! * Disabling a NULL, unknown or already disabled buffer → no-op, logged.
+//!   A `queue` different from the one given at enable is logged and ignored
+//!   (the buffer address is the key).
+//! * When `disableHostcalls` returns, the listener no longer touches the
+//!   buffer; it waits for a packet of that buffer being served at that moment
+//!   (only that buffer's). Exception: called from a hostcall service on the
+//!   listener thread itself, it cannot wait for itself; the listener stops
+//!   touching the buffer once that service returns and READY is cleared.
+//! * The last disable stops the listener, joins it (bounded by
+//!   `STOP_TIMEOUT`, else it is left to finish on its own) and destroys the
+//!   doorbell signal; the next enable starts a fresh one.
+//! * Process exit with buffers enabled: the `.fini_array` hook sets `EXITING`,
+//!   waits up to `EXIT_TIMEOUT` for listeners to leave their loop, and makes no
+//!   HSA call (the runtime may be gone). Later enables return false.
+//! * fork: the child starts with no buffers and no listener (parent's buffers
+//!   are not enabled in the child; disabling them there is "unknown"); enable
+//!   in the child starts its own listener and signal.
+//! * dlclose: once a listener has been started the library pins itself
+//!   (RTLD_NODELETE), so it is never unmapped under a running thread; it stays
+//!   loaded until the process exits.
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
+
+use super::buffer::DeviceBuffer;
+use super::layout;
+use super::listener::{self, Entry, Shared, SignalApi};
+use super::protocol::Gate;
+use crate::log::Level;
+
+/// Longest the last `disableHostcalls` waits for the listener thread to end
+/// before leaving it to finish on its own (it holds its own references).
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest process exit (or library unload) waits for listeners: one full
+/// doorbell wait plus margin, since no HSA call may wake them then.
+pub const EXIT_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// How often a waiting disable says why it is still waiting.
+const DISABLE_WARN_PERIOD: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnableError {
+    NullBuffer,
+    Misaligned(usize),
+    TooFewPackets(u32),
+    AddressRange,
+    AlreadyEnabled,
+    Overlaps(usize),
+    Exiting,
+    Hsa(String),
+    Thread(String),
+}
+
+impl core::fmt::Display for EnableError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            EnableError::NullBuffer => write!(f, "buffer is NULL"),
+            EnableError::Misaligned(a) => {
+                write!(f, "buffer {a:#x} is not aligned to {} bytes", layout::BUFFER_ALIGNMENT)
+            }
+            EnableError::TooFewPackets(n) => {
+                write!(f, "{n} packets: the hostcall protocol needs at least 2")
+            }
+            EnableError::AddressRange => write!(f, "buffer range wraps around the address space"),
+            EnableError::AlreadyEnabled => {
+                write!(f, "buffer is already enabled (first registration kept, buffer untouched)")
+            }
+            EnableError::Overlaps(other) => {
+                write!(f, "buffer overlaps the enabled buffer {other:#x}")
+            }
+            EnableError::Exiting => write!(f, "the process is exiting"),
+            EnableError::Hsa(e) => write!(f, "HSA unavailable: {e}"),
+            EnableError::Thread(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisableError {
+    NullBuffer,
+    NotEnabled,
+}
+
+impl core::fmt::Display for DisableError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DisableError::NullBuffer => write!(f, "buffer is NULL; nothing done"),
+            DisableError::NotEnabled => {
+                write!(f, "buffer is not enabled (unknown or already disabled); nothing done")
+            }
+        }
+    }
+}
+
+struct Running {
+    shared: Arc<Shared>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct Control {
+    entries: Vec<Arc<Entry>>,
+    listener: Option<Running>,
+}
+
+struct State {
+    control: Mutex<Control>,
+}
+
+/// The process's registration state. Replaced (the old one leaked) in a
+/// forked child, whose copy may hold a mutex locked by a thread that does
+/// not exist there.
+static STATE: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
+
+fn state() -> &'static State {
+    // Acquire: pairs with the release CAS that installed the state.
+    let current = STATE.load(Ordering::Acquire);
+    if !current.is_null() {
+        // SAFETY: states are leaked, never freed, so the pointer stays valid.
+        return unsafe { &*current };
+    }
+    let fresh = Box::into_raw(Box::new(State { control: Mutex::new(Control::default()) }));
+    // AcqRel: release publishes `fresh`; acquire reads a competing winner's state.
+    match STATE.compare_exchange(core::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: `fresh` was just leaked and is now the installed state.
+        Ok(_) => unsafe { &*fresh },
+        Err(winner) => {
+            // SAFETY: `fresh` lost the race and was never shared; reclaim it.
+            drop(unsafe { Box::from_raw(fresh) });
+            // SAFETY: the winner is leaked, never freed.
+            unsafe { &*winner }
+        }
+    }
+}
+
+fn lock(state: &State) -> std::sync::MutexGuard<'_, Control> {
+    // A panic while holding the lock cannot leave Control inconsistent in a
+    // way that matters more than refusing every later call would.
+    state.control.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Registers `buffer` (initializing it) and starts the listener if needed.
+///
+/// # Safety
+/// `buffer`, if non-NULL and accepted, must be valid for reads and writes of
+/// `layout::buffer_size(packets)` bytes until `disable` returns for it, and
+/// accessed meanwhile only by device code following the hostcall protocol.
+pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) -> Result<(), EnableError> {
+    let base = NonNull::new(buffer.cast::<u8>()).ok_or(EnableError::NullBuffer)?;
+    let key = base.as_ptr() as usize;
+    if key % layout::BUFFER_ALIGNMENT != 0 {
+        return Err(EnableError::Misaligned(key));
+    }
+    if packets < 2 {
+        return Err(EnableError::TooFewPackets(packets));
+    }
+    let size = layout::buffer_size(packets);
+    let end = key.checked_add(size).ok_or(EnableError::AddressRange)?;
+    // Relaxed: checked again under the lock below; a hint here.
+    if listener::EXITING.load(Ordering::Relaxed) {
+        return Err(EnableError::Exiting);
+    }
+
+    let state = state();
+    let mut control = lock(state);
+    if listener::EXITING.load(Ordering::SeqCst) {
+        return Err(EnableError::Exiting);
+    }
+    for entry in &control.entries {
+        if entry.key == key {
+            return Err(EnableError::AlreadyEnabled);
+        }
+        let other_end = entry.key + layout::buffer_size(entry.buffer.packets());
+        if key < other_end && entry.key < end {
+            return Err(EnableError::Overlaps(entry.key));
+        }
+    }
+    if control.listener.is_none() {
+        control.listener = Some(start_listener()?);
+    }
+    let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").shared);
+    // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
+    // contract covers validity and exclusive protocol access until disable.
+    let device_buffer = unsafe { DeviceBuffer::new(base, packets) };
+    device_buffer.initialize(shared.signal.handle);
+    control.entries.push(Arc::new(Entry { key, buffer: device_buffer, queue: queue as usize, gate: Gate::new() }));
+    shared.publish(&control.entries);
+    crate::log!(
+        Level::Info,
+        "hostcall: enabled buffer {:#x} ({} packets, queue {:p}); {} buffer(s) enabled",
+        key,
+        packets,
+        queue,
+        control.entries.len()
+    );
+    Ok(())
+}
+
+/// Unregisters `buffer`; after return the listener no longer touches it
+/// (see the module docs for the one exception).
+pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableError> {
+    if buffer.is_null() {
+        return Err(DisableError::NullBuffer);
+    }
+    let key = buffer as usize;
+    let (entry, shared, stopping, remaining) = {
+        let mut control = lock(state());
+        let index = control.entries.iter().position(|e| e.key == key).ok_or(DisableError::NotEnabled)?;
+        let entry = control.entries.remove(index);
+        entry.gate.close();
+        let shared = Arc::clone(&control.listener.as_ref().expect("an enabled buffer has a listener").shared);
+        shared.publish(&control.entries);
+        let stopping = if control.entries.is_empty() { control.listener.take() } else { None };
+        (entry, shared, stopping, control.entries.len())
+    };
+    if entry.queue != queue as usize {
+        crate::log!(
+            Level::Warning,
+            "disableHostcalls: buffer {:#x} was enabled with queue {:#x}, disabled with {:p}; disabled anyway",
+            key,
+            entry.queue,
+            queue
+        );
+    }
+    if listener::on_listener_thread(&shared) {
+        crate::log!(
+            Level::Info,
+            "disableHostcalls({key:#x}) called from a hostcall service: not waiting for the listener"
+        );
+    } else {
+        wait_until_idle(&entry.gate, key);
+    }
+    shared.services.forget_buffer(key);
+    crate::log!(Level::Info, "hostcall: disabled buffer {key:#x}; {remaining} buffer(s) enabled");
+    drop(shared);
+    if let Some(running) = stopping {
+        stop_listener(running, STOP_TIMEOUT);
+    }
+    Ok(())
+}
+
+fn wait_until_idle(gate: &Gate, key: usize) {
+    let start = Instant::now();
+    let mut warned = start;
+    let mut step = 0u32;
+    while !gate.is_idle() {
+        if step < 64 {
+            std::thread::yield_now();
+            step += 1;
+        } else {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if warned.elapsed() >= DISABLE_WARN_PERIOD {
+            warned = Instant::now();
+            crate::log!(
+                Level::Warning,
+                "disableHostcalls({key:#x}): still waiting for a hostcall service on this buffer \
+                 ({:.1} s)",
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
+fn start_listener() -> Result<Running, EnableError> {
+    let api = SignalApi::resolve().map_err(EnableError::Hsa)?;
+    let signal = api.create_doorbell().map_err(EnableError::Hsa)?;
+    let shared = Arc::new(Shared::new(api, signal));
+    install_process_hooks();
+    // On failure `shared` is dropped here, destroying the signal.
+    let thread = listener::spawn(Arc::clone(&shared)).map_err(EnableError::Thread)?;
+    Ok(Running { shared, thread })
+}
+
+/// Stops and joins a listener that serves no buffer any more.
+fn stop_listener(running: Running, timeout: Duration) {
+    let Running { shared, thread } = running;
+    shared.request_stop();
+    if listener::on_listener_thread(&shared) {
+        // A service disabled the last buffer: the thread cannot join itself.
+        // It leaves its loop when the service returns and drops its own
+        // reference (destroying the signal if it is the last one).
+        drop(thread);
+        return;
+    }
+    let deadline = Instant::now() + timeout;
+    while !thread.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    if thread.is_finished() {
+        if thread.join().is_err() {
+            crate::log!(Level::Error, "hostcall: the listener thread ended with a panic");
+        }
+    } else {
+        crate::log!(
+            Level::Error,
+            "hostcall: the listener did not stop within {:?} (a hostcall service is blocked?); \
+             leaving it to finish on its own",
+            timeout
+        );
+    }
+    drop(shared);
+}
+
+//===----------------------------------------------------------------------===//
+// Process hooks
+//===----------------------------------------------------------------------===//
+
+fn install_process_hooks() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if let Err(e) = crate::sys::register_atfork_child(after_fork_in_child) {
+            crate::log!(Level::Warning, "hostcall: pthread_atfork failed: {e}");
+        }
+        // Pin this library: a listener thread runs its code from now on.
+        match crate::sys::pin_object_containing(install_process_hooks as *const c_void) {
+            Ok(path) => crate::log!(Level::Debug, "hostcall: pinned {path} (RTLD_NODELETE)"),
+            Err(e) => crate::log!(Level::Debug, "hostcall: could not pin the library: {e}"),
+        }
+    });
+}
+
+/// pthread_atfork child handler: runs in the child right after fork, with one
+/// thread. Only atomic stores (async-signal-safe).
+extern "C" fn after_fork_in_child() {
+    // Relaxed: the child has a single thread at this point.
+    listener::FORK_EPOCH.fetch_add(1, Ordering::Relaxed);
+    listener::RUNNING.store(0, Ordering::Relaxed);
+    // The old state (and its possibly locked mutex, its listener's signal)
+    // belongs to the parent: leak it; the next call makes a fresh one.
+    STATE.store(core::ptr::null_mut(), Ordering::Release);
+}
+
+/// Runs at exit() and at dlclose (if the library was never pinned).
+extern "C" fn at_unload() {
+    // SeqCst: enable re-checks EXITING under the lock with SeqCst.
+    listener::EXITING.store(true, Ordering::SeqCst);
+    // Listeners see EXITING at the latest when their doorbell wait times out;
+    // no HSA call wakes them here, since HSA may already be torn down.
+    let own = usize::from(listener::on_any_listener_thread());
+    let deadline = Instant::now() + EXIT_TIMEOUT;
+    // Acquire: pairs with the listener's release decrement.
+    while listener::RUNNING.load(Ordering::Acquire) > own && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".fini_array"]
+static AT_UNLOAD: extern "C" fn() = at_unload;

@@ -1,0 +1,22 @@
+//! The synchronization primitives the hostcall protocol code is written
+//! against, swappable for loom's model-checked versions (`--cfg loom`), in the
+//! manner of crossbeam's `primitive` module.
+//!
+//! Only `protocol.rs` and the loom half of `buffer.rs` import from here, so the
+//! code loom explores is exactly the code the listener runs: the detach / walk /
+//! serve / release steps of the ready stack and the registration gate between
+//! `disableHostcalls` and the listener. The listener loop, the registry and the
+//! HSA calls use `std` directly and are not modelled (loom cannot model the
+//! HSA doorbell; the doorbell's role in the model is played by a loom atomic).
+
+#[cfg(not(loom))]
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// Payload words of the modelled device memory: a loom `UnsafeCell`, so loom
+/// reports any payload access not ordered by the READY handshake as a data
+/// race (the real buffer uses relaxed atomic views, see `buffer.rs`).
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
