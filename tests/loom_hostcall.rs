@@ -116,7 +116,10 @@ fn one_wave_reuses_packets_with_bumped_tags() {
 
 #[test]
 fn two_waves_share_the_stacks() {
-    loom::model(|| {
+    // Three spinning threads need more branches than loom's default budget.
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.check(|| {
         let buffer = DeviceBuffer::new_model(2, LANES);
         let doorbell = Arc::new(AtomicU64::new(1));
         let waves: Vec<_> = (0..2u64)

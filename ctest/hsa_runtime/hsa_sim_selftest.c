@@ -1036,6 +1036,8 @@ static uint64_t median_wake_latency(hsa_signal_t sig, int rounds) {
     uint64_t total;
     lat[i] = wait_for_setter(sig, 2, i + 1, false, 2000000000ull, HSA_WAIT_STATE_BLOCKED, &v, &total);
     CHECK(v == i + 1);
+    /* Woken by the store, not by the 2 s timeout (re-checks are off). */
+    CHECK(lat[i] < 500000000ull);
   }
   qsort(lat, (size_t)rounds, sizeof(lat[0]), cmp_u64);
   return lat[rounds / 2];
@@ -1232,9 +1234,11 @@ static void test_stress(void) {
   hsa_sim_set_periodic_recheck(false, 0);
   const int64_t total = (int64_t)STRESS_THREADS * STRESS_ADDS;
   for (int64_t target = total / 8; target <= total; target += total / 8) {
+    uint64_t t0 = now_ns();
     int64_t v = hsa_signal_wait_scacquire(counter, HSA_SIGNAL_CONDITION_GTE, target,
-                                          10000000000ull, HSA_WAIT_STATE_BLOCKED);
+                                          3000000000ull, HSA_WAIT_STATE_BLOCKED);
     CHECK(v >= target);
+    CHECK(now_ns() - t0 < 2000000000ull); /* woken, not timed out */
   }
   for (int i = 0; i < STRESS_THREADS; ++i) pthread_join(threads[i], NULL);
   for (int i = 0; i < 2; ++i) pthread_join(churn[i], NULL);

@@ -135,7 +135,7 @@ static bool sim_signal_alive(const sim_signal_t* s, uint32_t gen) {
 static void sim_signal_notify(sim_signal_t* s) {
   atomic_fetch_add_explicit(&s->seq, 1, memory_order_seq_cst);
   if (atomic_load_explicit(&s->waiters, memory_order_seq_cst) != 0) {
-    (void)0;
+    sim_futex_wake_all(&s->seq);
   }
 }
 

@@ -440,7 +440,7 @@ static hsa_status_t sim_set_access(void* va, size_t size,
       perms[index] = (uint8_t)desc[i].permissions;
     }
     if (perms[0] == m->perms[0] ||
-        sim_cpu_prot(0) == 0) {
+        mprotect((void*)m->va, m->size, sim_cpu_prot(perms[0])) == 0) {
       memcpy(m->perms, perms, sizeof(perms));
       status = HSA_STATUS_SUCCESS;
     } else {

@@ -39,7 +39,7 @@
 
 use super::buffer::{DeviceBuffer, PacketIndex};
 use super::layout::{self, CONTROL_READY};
-use super::sync::{AtomicBool, Ordering};
+use super::sync::{fence, AtomicBool, Ordering};
 
 /// What one `drain_ready` call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -142,11 +142,15 @@ where
 /// Memory ordering: `enter` (busy := true, then read `closed`) and `close`
 /// (closed := true, then read `busy`) are the two halves of a store→load
 /// handshake (Dekker). Release/acquire cannot order a store before a later
-/// load, so all four accesses are SeqCst: in their single total order either
-/// the listener sees `closed` (and backs out) or `close` sees `busy` (and
-/// waits). The final `busy := false` is a release store paired with the
-/// closer's (SeqCst, hence acquire) load, so every access the listener made to
-/// the buffer happens before `disableHostcalls` returns.
+/// load, so each side puts a SeqCst fence between its store and its load: of
+/// the two fences one comes first in the single total order, and the thread
+/// of the later fence then sees the other side's store; so either the
+/// listener sees `closed` (and backs out) or `close` sees `busy` (and waits).
+/// (Fences rather than SeqCst accesses because loom models SeqCst fences
+/// exactly but treats SeqCst accesses as acquire/release.) The final
+/// `busy := false` is a release store paired with the closer's acquire load,
+/// so every access the listener made to the buffer happens before
+/// `disableHostcalls` returns.
 #[derive(Debug)]
 pub struct Gate {
     closed: AtomicBool,
@@ -167,12 +171,15 @@ impl Gate {
     /// Tries to enter; false when the gate is closed or another server is
     /// inside (only one thread drains a buffer at a time).
     pub fn enter(&self) -> bool {
-        // SeqCst: store half of the handshake described on `Gate`.
-        if self.busy.swap(true, Ordering::SeqCst) {
+        // Acquire: a previous server's release `leave` happens before our
+        // accesses (one server at a time). Store half of the handshake.
+        if self.busy.swap(true, Ordering::Acquire) {
             return false;
         }
-        // SeqCst: load half of the handshake.
-        if self.closed.load(Ordering::SeqCst) {
+        // SeqCst fence: orders the store above before the load below (see `Gate`).
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence; load half of the handshake.
+        if self.closed.load(Ordering::Relaxed) {
             // Release: nothing was accessed, but keep the pairing uniform.
             self.busy.store(false, Ordering::Release);
             return false;
@@ -182,7 +189,7 @@ impl Gate {
 
     /// Leaves after a successful `enter`.
     pub fn leave(&self) {
-        // Release: pairs with the closer's load of `busy`; see `Gate`.
+        // Release: pairs with the closer's acquire load of `busy`; see `Gate`.
         self.busy.store(false, Ordering::Release);
     }
 
@@ -195,15 +202,18 @@ impl Gate {
     /// Closes the gate; returns true if no server is inside any more (so the
     /// buffer is free to go). Call `is_idle` until true otherwise.
     pub fn close(&self) -> bool {
-        // SeqCst: store half of the handshake.
-        self.closed.store(true, Ordering::SeqCst);
+        // Relaxed: ordered by the fence; store half of the handshake.
+        self.closed.store(true, Ordering::Relaxed);
+        // SeqCst fence: orders the store above before the load in `is_idle`.
+        fence(Ordering::SeqCst);
         self.is_idle()
     }
 
     /// True when no server is inside.
     pub fn is_idle(&self) -> bool {
-        // SeqCst: load half of the handshake (and acquire for the final leave).
-        !self.busy.load(Ordering::SeqCst)
+        // Acquire: pairs with the server's release `leave`, so its accesses to
+        // the buffer happen before whatever the caller does next (free it).
+        !self.busy.load(Ordering::Acquire)
     }
 }
 

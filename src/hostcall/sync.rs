@@ -10,10 +10,10 @@
 //! HSA doorbell; the doorbell's role in the model is played by a loom atomic).
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Payload words of the modelled device memory: a loom `UnsafeCell`, so loom
 /// reports any payload access not ordered by the READY handshake as a data

@@ -1,0 +1,202 @@
+/*
+ * amdgpu-dropin demo: both halves of the library, used exactly as IREE and
+ * ROCclr use them, on the built-in software HSA runtime (default) or on the
+ * system's ROCr (scripts/demo.sh --system-hsa puts ROCr first on the
+ * library path).
+ *
+ *   vmem:     find pools, create a triple-mapped ringbuffer, write across its
+ *             end and read the same bytes through the neighbouring views,
+ *             tear it down and show nothing is left live.
+ *   hostcall: enable a hostcall buffer, let simulated GPU waves (host
+ *             threads running the device protocol) make FUNCTION_CALL
+ *             requests, check every answer, disable.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_sim.h"
+#include "iree/hal/drivers/amdgpu/util/libhsa.h"
+#include "iree/hal/drivers/amdgpu/util/topology.h"
+#include "iree/hal/drivers/amdgpu/util/vmem.h"
+#include "rochostcall.hpp"
+
+bool iree_test_libhsa_initialize(iree_hal_amdgpu_libhsa_t* out_libhsa, const char** out_missing);
+
+#if __has_include("demo_printf.h")
+#include "demo_printf.h"
+#endif
+
+static iree_hal_amdgpu_libhsa_t g_libhsa;
+static iree_hal_amdgpu_topology_t g_topology;
+
+static int fail(const char* what, iree_status_t status) {
+  fprintf(stderr, "demo: %s failed (IREE status code %u)\n", what,
+          (unsigned)iree_status_code(status));
+  return 1;
+}
+
+static hsa_status_t collect_agent(hsa_agent_t agent, void* user_data) {
+  (void)user_data;
+  hsa_device_type_t type;
+  if (hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) != HSA_STATUS_SUCCESS) {
+    return HSA_STATUS_ERROR;
+  }
+  if (type == HSA_DEVICE_TYPE_CPU && g_topology.cpu_agent_count < IREE_HAL_AMDGPU_MAX_CPU_AGENTS) {
+    g_topology.cpu_agents[g_topology.cpu_agent_count++] = agent;
+  } else if (type == HSA_DEVICE_TYPE_GPU &&
+             g_topology.gpu_agent_count < IREE_HAL_AMDGPU_MAX_GPU_AGENTS) {
+    g_topology.gpu_agents[g_topology.gpu_agent_count++] = agent;
+  }
+  if (g_topology.all_agent_count < IREE_HAL_AMDGPU_MAX_AGENTS) {
+    g_topology.all_agents[g_topology.all_agent_count++] = agent;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+/* Live-object accounting exists only in the software runtime. */
+typedef struct {
+  uint64_t reservations, handles, mappings, signals;
+} demo_live_t;
+static void print_live(const char* when) {
+  void (*get_live)(demo_live_t*) = NULL;
+  void* symbol = dlsym(RTLD_DEFAULT, "hsa_sim_get_live");
+  memcpy(&get_live, &symbol, sizeof(symbol));
+  if (!get_live) return;
+  demo_live_t live;
+  get_live(&live);
+  printf("  live HSA objects %s: %" PRIu64 " reservations, %" PRIu64 " handles, %" PRIu64
+         " mappings, %" PRIu64 " signals\n",
+         when, live.reservations, live.handles, live.mappings, live.signals);
+}
+
+static void hex(const uint8_t* bytes, size_t n, char* out) {
+  for (size_t i = 0; i < n; ++i) sprintf(out + 2 * i, "%02x", bytes[i]);
+}
+
+static int demo_vmem(void) {
+  printf("== vmem: pools and the triple-mapped ringbuffer\n");
+  for (size_t i = 0; i < g_topology.gpu_agent_count; ++i) {
+    hsa_amd_memory_pool_t coarse, fine;
+    iree_status_t status =
+        iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, g_topology.gpu_agents[i], &coarse);
+    if (status) return fail("find coarse pool", status);
+    status = iree_hal_amdgpu_find_fine_global_memory_pool(&g_libhsa, g_topology.gpu_agents[i], &fine);
+    if (status) return fail("find fine pool", status);
+    printf("  GPU %zu: coarse-grained pool 0x%" PRIx64 ", fine-grained pool 0x%" PRIx64 "\n", i,
+           coarse.handle, fine.handle);
+  }
+  hsa_agent_t cpu = g_topology.cpu_agents[0];
+  hsa_amd_memory_pool_t host_pool;
+  iree_status_t status = iree_hal_amdgpu_find_fine_global_memory_pool(&g_libhsa, cpu, &host_pool);
+  if (status) return fail("find host pool", status);
+
+  /* Host memory, pinned, shared with every agent: the CPU can check it. */
+  iree_hal_amdgpu_vmem_ringbuffer_t ring;
+  const iree_device_size_t requested = 1000;
+  status = iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(
+      &g_libhsa, cpu, host_pool, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_PINNED_HOST, requested,
+      &g_topology, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &ring);
+  if (status) return fail("ringbuffer initialize", status);
+  printf("  ringbuffer: asked %" PRIu64 " bytes, capacity %" PRIu64
+         " (rounded to the granule); views prev %p, base %p, next %p\n",
+         (uint64_t)requested, (uint64_t)ring.capacity, ring.va_base_ptr, ring.ring_base_ptr,
+         (void*)((uint8_t*)ring.ring_base_ptr + ring.capacity));
+  print_live("with the ringbuffer");
+
+  /* Write 32 bytes straddling the end of the ring, with no wrap logic. */
+  uint8_t* base = (uint8_t*)ring.ring_base_ptr;
+  const size_t cap = (size_t)ring.capacity;
+  for (size_t i = 0; i < 32; ++i) base[cap - 16 + i] = (uint8_t)(0xA0 + i);
+  char written[65], at_start[65], before_start[65];
+  hex(base + cap - 16, 32, written);
+  /* The 16 bytes past the end are the ring's first 16 bytes, and the 16
+   * before the end are also visible just before the base (prev view). */
+  uint8_t wrapped[32];
+  memcpy(wrapped, base - 16, 16);
+  memcpy(wrapped + 16, base, 16);
+  hex(base, 16, at_start);
+  hex(base - 16, 16, before_start);
+  bool agree = memcmp(wrapped, base + cap - 16, 32) == 0;
+  printf("  wrote ring[cap-16 .. cap+16):   %s\n", written);
+  printf("  read  ring[-16 .. 0) ++ [0..16): %s%s\n", before_start, at_start);
+  printf("  views agree: %s\n", agree ? "yes" : "NO");
+
+  iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &ring);
+  print_live("after deinitialize");
+  return agree ? 0 : 1;
+}
+
+static int demo_hostcall(void) {
+  printf("== hostcall: simulated GPU waves calling host functions\n");
+  const uint32_t packets = 64;
+  size_t size = getHostcallBufferSize(packets);
+  uint32_t alignment = getHostcallBufferAlignment();
+  void* buffer = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+  if (!buffer) return 1;
+  memset(buffer, 0, size);
+  printf("  buffer for %u packets: %zu bytes, alignment %u\n", packets, size, alignment);
+  if (!enableHostcalls(buffer, packets, buffer)) {
+    fprintf(stderr, "demo: enableHostcalls failed (AMD_LOG_LEVEL=1 says why)\n");
+    free(buffer);
+    return 1;
+  }
+  void* buffers[1] = {buffer};
+  device_sim_waves_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.buffers = buffers;
+  config.buffer_count = 1;
+  config.waves = 8;
+  config.calls_per_wave = 2000;
+  config.seed = 2026;
+  config.timeout_ns = 10ull * 1000 * 1000 * 1000;
+  device_sim_waves_result_t result;
+  int rc = device_sim_run_waves(&config, &result);
+  double seconds = (double)result.elapsed_ns / 1e9;
+  printf("  %u waves x %u calls: %" PRIu64 " calls served (%" PRIu64
+         " lane requests), %" PRIu64 " wrong answers, %" PRIu64 " errors, %.1f ms, %.0f calls/s\n",
+         config.waves, config.calls_per_wave, result.calls, result.lanes_served, result.mismatches,
+         result.errors, seconds * 1e3, seconds > 0 ? (double)result.calls / seconds : 0.0);
+  if (rc != 0) printf("  first failure: %s\n", result.first_failure);
+#ifdef DEMO_HAS_PRINTF
+  if (rc == 0) rc = demo_printf(buffer);
+#endif
+  disableHostcalls(buffer, buffer);
+  print_live("after disableHostcalls");
+  free(buffer);
+  return rc == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  bool want_system = argc > 1 && strcmp(argv[1], "--system-hsa") == 0;
+  const char* missing = NULL;
+  if (!iree_test_libhsa_initialize(&g_libhsa, &missing)) {
+    fprintf(stderr, "demo: HSA runtime lacks %s\n", missing);
+    return 1;
+  }
+  Dl_info info;
+  /* Which library provides HSA (the system ROCr or the built-in one). */
+  void* init_symbol = dlsym(RTLD_DEFAULT, "hsa_init");
+  const char* runtime = init_symbol && dladdr(init_symbol, &info) && info.dli_fname ? info.dli_fname : "?";
+  bool is_sim = dlsym(RTLD_DEFAULT, "hsa_sim_get_live") != NULL;
+  printf("amdgpu-dropin demo on %s (%s)\n",
+         is_sim ? "the built-in software HSA runtime" : "the system ROCr", runtime);
+  if (want_system && is_sim) {
+    fprintf(stderr, "demo: --system-hsa asked but no system ROCr was found on the library path\n");
+    return 1;
+  }
+  if (hsa_init() != HSA_STATUS_SUCCESS) {
+    fprintf(stderr, "demo: hsa_init failed\n");
+    return 1;
+  }
+  hsa_iterate_agents(collect_agent, NULL);
+  printf("agents: %zu CPU, %zu GPU\n", g_topology.cpu_agent_count, g_topology.gpu_agent_count);
+  int rc = g_topology.cpu_agent_count ? demo_vmem() : 1;
+  if (rc == 0) rc = demo_hostcall();
+  hsa_shut_down();
+  printf("%s\n", rc == 0 ? "demo: OK" : "demo: FAILED");
+  return rc;
+}
