@@ -248,9 +248,14 @@ static void test_abandoned_messages_are_bounded(void) {
   check_printing_works("big abandoned messages");
   printf("  RSS: start %ld KiB, after begins+8 waves %ld KiB, after 16 waves %ld KiB\n", rss0, rss1,
          rss2);
+#if defined(__SANITIZE_ADDRESS__)
+  /* ASan keeps freed memory in its quarantine: RSS says nothing here. */
+  printf("  (RSS bounds not checked under AddressSanitizer)\n");
+#else
   /* 4M words = 32 MiB of data at most (plus allocator slack). */
   PF_CHECK(rss2 - rss0 < 160 * 1024, "RSS grew by %ld KiB", rss2 - rss0);
   PF_CHECK(rss2 - rss1 < 48 * 1024, "RSS kept growing past the cap: +%ld KiB", rss2 - rss1);
+#endif
 }
 
 /* A wave mixing good and bad lanes: the good lanes print, the bad get -1. */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "iree/hal/drivers/amdgpu/util/libhsa.h"
+#include "iree/hal/drivers/amdgpu/util/topology.h"
 #include "vmem_test.h"
 #if VMEM_TEST_SIM
 #include "hsa_sim.h"
@@ -31,18 +32,6 @@
 //===----------------------------------------------------------------------===//
 // Layouts shared with the library (SPEC 2)
 //===----------------------------------------------------------------------===//
-
-// IREE's topology (util/topology.h); vmem.h only forward-declares it.
-struct iree_hal_amdgpu_topology_t {
-  iree_host_size_t all_agent_count;
-  hsa_agent_t all_agents[128];
-  iree_host_size_t cpu_agent_count;
-  hsa_agent_t cpu_agents[64];
-  iree_host_size_t gpu_agent_count;
-  hsa_agent_t gpu_agents[64];
-  iree_host_size_t gpu_agent_queue_count;
-  uint8_t gpu_cpu_map[64];
-};
 
 _Static_assert(sizeof(iree_hal_amdgpu_topology_t) == 2144, "topology size");
 _Static_assert(offsetof(iree_hal_amdgpu_topology_t, cpu_agent_count) == 1032, "");
@@ -281,7 +270,7 @@ static hsa_amd_memory_pool_t expected_pool(hsa_agent_t agent, uint32_t flags) {
   return state.pool;
 }
 
-static hsa_amd_memory_pool_t pool_at(hsa_agent_t agent, int index);
+static inline hsa_amd_memory_pool_t pool_at(hsa_agent_t agent, int index);
 
 #define COARSE HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED
 #define FINE                                    \
@@ -334,7 +323,7 @@ static hsa_status_t pool_at_visit(hsa_amd_memory_pool_t pool, void* data) {
   return HSA_STATUS_SUCCESS;
 }
 
-static hsa_amd_memory_pool_t pool_at(hsa_agent_t agent, int index) {
+static inline hsa_amd_memory_pool_t pool_at(hsa_agent_t agent, int index) {
   struct {
     int index;
     hsa_amd_memory_pool_t pool;

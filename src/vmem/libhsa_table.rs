@@ -289,10 +289,11 @@ pub unsafe fn functions_for_table(
                 .read
                 .iter()
                 .enumerate()
-                // SAFETY: see above; `entry.scan.read` has at most MAX_SCAN_SLOTS entries.
                 .all(|(index, value)| {
-                    unsafe { read_slot(table, index) }.map(|f| f as usize)
-                        == value.map(|f| f as usize)
+                    // SAFETY: see above; `entry.scan.read` has at most
+                    // MAX_SCAN_SLOTS entries.
+                    let now = unsafe { read_slot(table, index) };
+                    now.map(|f| f as usize) == value.map(|f| f as usize)
                 });
             if unchanged {
                 return entry.scan.functions;
