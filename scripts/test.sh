@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a fresh checkout: Rust unit, header-drift and
-# model-checking tests, then the C suite (software HSA runtime, vmem, hostcall,
+# model-checking tests, a bounded fuzz run, then the C suite (software HSA runtime, vmem, hostcall,
 # printf, exported symbols) with ctest. Installs missing build tools first.
-#   BUILD_DIR   build directory (default: build/test)
+#   BUILD_DIR      build directory (default: build/test)
+#   FUZZ_SECONDS   how long the printf fuzz target runs (default: 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -22,6 +23,9 @@ if ls tests/loom_*.rs >/dev/null 2>&1; then
       CARGO_TARGET_DIR=target/loom cargo test --locked --release --test "$name"
   done
 fi
+
+echo "== fuzzing the printf service (libFuzzer, bounded)"
+bash fuzz/run.sh "${FUZZ_SECONDS:-30}"
 
 echo "== C suite (cmake + ctest)"
 generator=()

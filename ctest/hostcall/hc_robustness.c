@@ -248,6 +248,50 @@ static void test_activemask_zero(void) {
   hc_free_buffer(buffer);
 }
 
+/* ---- a cycle in the ready stack ------------------------------------------ */
+
+static _Atomic uint64_t cycle_calls = 0;
+/* Answers with its own address in out[0], so that a packet served a second
+ * time (its answer taken for a request) calls it again instead of jumping to
+ * an arbitrary answer word, and the count shows the double service. */
+static void counting_host_function(uint64_t out[2], const uint64_t in[7]) {
+  cycle_calls++;
+  out[0] = (uint64_t)(uintptr_t)&counting_host_function;
+  out[1] = in[0] + 1;
+}
+
+/* A packet whose `next` names itself (corrupt device memory): the host must
+ * not loop forever, must answer the packet exactly once (an answered packet
+ * holds answers, not a request: serving it again would call slot[0]'s answer
+ * word as a host function), and must go on serving this and other buffers. */
+static void test_ready_stack_cycle(void) {
+  void* a = hc_alloc_buffer(4);
+  void* b = hc_alloc_buffer(4);
+  HC_REQUIRE(enableHostcalls(a, 4, NULL) && enableHostcalls(b, 4, NULL), "enable");
+  uint64_t ptr = 0;
+  HC_REQUIRE(device_sim_pop_free(a, &ptr, TIMEOUT_NS) == 0, "pop");
+  uint64_t lanes[64][8];
+  memset(lanes, 0, sizeof(lanes));
+  lanes[0][0] = (uint64_t)(uintptr_t)&counting_host_function;
+  lanes[0][1] = 41;
+  device_sim_fill(a, ptr, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, (const uint64_t(*)[8])lanes);
+  device_sim_packet_header_t* packet = device_sim_packet(a, ptr & device_sim_header(a)->index_mask);
+  atomic_store_explicit(&packet->next, ptr, memory_order_relaxed);
+  HC_REQUIRE(device_sim_push_ready_raw_if_empty(a, ptr), "push");
+  device_sim_ring_doorbell(a);
+  HC_CHECK(device_sim_wait_served(a, ptr, TIMEOUT_NS) == 0, "cyclic packet never released");
+  HC_CHECK(device_sim_wait_ready_stack_empty(a, TIMEOUT_NS) == 0, "ready stack not drained");
+  HC_CHECK(call_ok(b, 1) == 0, "other buffer not served after the cycle");
+  HC_CHECK(call_ok(a, 2) == 0, "the buffer itself not served after the cycle");
+  HC_CHECK(cycle_calls == 1, "the cyclic packet was served %llu times (want exactly once)",
+           (unsigned long long)cycle_calls);
+  /* The packet is not returned to the free stack: it stays the wave's. */
+  disableHostcalls(a, NULL);
+  disableHostcalls(b, NULL);
+  hc_free_buffer(a);
+  hc_free_buffer(b);
+}
+
 /* ---- lost and coalesced doorbells ------------------------------------------ */
 
 /* Posts one packet (fill + ready push) without ringing; returns its pointer. */
@@ -360,6 +404,8 @@ static int child_panic(void) {
   CHILD_CHECK(run_waves(buffers[0], 4, 100, 3, why, sizeof(why)) == 0, "waves: %s", why);
   disableHostcalls(buffers[0], NULL);
   disableHostcalls(buffers[1], NULL);
+  hc_free_buffer(buffers[0]);
+  hc_free_buffer(buffers[1]);
   return failures ? 1 : 0;
 }
 
@@ -384,6 +430,7 @@ int main(int argc, char** argv) {
   hc_hsa_init();
   HC_RUN(test_activemask_zero);
   HC_RUN(test_lost_doorbell);
+  HC_RUN(test_ready_stack_cycle);
   HC_RUN(test_index_outside_buffer);
   HC_RUN(test_unknown_service);
   HC_RUN(test_panic_in_listener);

@@ -224,7 +224,7 @@ impl Shared {
         self.epoch == FORK_EPOCH.load(Ordering::Relaxed)
     }
 
-    fn should_stop(&self) -> bool {
+    pub(super) fn should_stop(&self) -> bool {
         // Acquire: pairs with `request_stop`'s release (nothing else rides on it).
         self.stop.load(Ordering::Acquire)
             // Relaxed: a hint; the exit hook waits for RUNNING to drop.
@@ -252,14 +252,16 @@ impl Shared {
         }
     }
 
-    fn doorbell_load(&self) -> i64 {
+    pub(super) fn doorbell_load(&self) -> i64 {
         // SAFETY: resolved hsa_signal_load_scacquire on our live signal. Acquire:
         // pairs with the waves' release add, so a push that preceded a ring we
         // observe is seen by the scan that follows.
         unsafe { (self.api.load)(self.signal) }
     }
 
-    fn doorbell_wait(&self, observed: i64, timeout: Duration) {
+    /// Blocked wait until the doorbell differs from `observed` or `timeout`
+    /// passes; returns the value the wait saw last.
+    pub(super) fn doorbell_wait_value(&self, observed: i64, timeout: Duration) -> i64 {
         // SAFETY: resolved hsa_signal_wait_scacquire on our live signal.
         unsafe {
             (self.api.wait)(
@@ -269,7 +271,16 @@ impl Shared {
                 self.api.timeout_ticks(timeout),
                 HSA_WAIT_STATE_BLOCKED,
             )
-        };
+        }
+    }
+
+    fn doorbell_wait(&self, observed: i64, timeout: Duration) {
+        self.doorbell_wait_value(observed, timeout);
+    }
+
+    /// The current registry snapshot.
+    pub(super) fn snapshot(&self) -> Arc<[Arc<Entry>]> {
+        self.published.lock().clone()
     }
 }
 
@@ -294,22 +305,61 @@ impl Drop for Shared {
 pub fn spawn(shared: Arc<Shared>) -> Result<std::thread::JoinHandle<()>, String> {
     // Relaxed: a counter; the exit hook's acquire load pairs with the decrement.
     RUNNING.fetch_add(1, Ordering::Relaxed);
+    let strategy = Strategy::from_env();
     let result = std::thread::Builder::new()
-        .name("amdgpu-hostcall".into())
-        .spawn(move || thread_main(shared));
+        .name(strategy.thread_name().into())
+        .spawn(move || thread_main(shared, strategy));
     result.map_err(|e| {
         RUNNING.fetch_sub(1, Ordering::Relaxed);
         format!("cannot start the listener thread: {e}")
     })
 }
 
-fn thread_main(shared: Arc<Shared>) {
+/// Which loop a listener thread runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Strategy {
+    /// The product listener (`run`).
+    Ours,
+    /// The benchmark's baseline (`baseline::run`, `bench-baseline` feature).
+    #[cfg(feature = "bench-baseline")]
+    Baseline,
+}
+
+impl Strategy {
+    fn from_env() -> Strategy {
+        #[cfg(feature = "bench-baseline")]
+        if super::baseline::selected() {
+            return Strategy::Baseline;
+        }
+        Strategy::Ours
+    }
+
+    /// The thread name (Linux comm, at most 15 bytes); the benchmark finds
+    /// the listener's CPU time by it.
+    fn thread_name(self) -> &'static str {
+        match self {
+            Strategy::Ours => "amdgpu-hostcall",
+            #[cfg(feature = "bench-baseline")]
+            Strategy::Baseline => "amdgpu-hc-base",
+        }
+    }
+
+    fn run(self, shared: &Shared) {
+        match self {
+            Strategy::Ours => run(shared),
+            #[cfg(feature = "bench-baseline")]
+            Strategy::Baseline => super::baseline::run(shared),
+        }
+    }
+}
+
+fn thread_main(shared: Arc<Shared>, strategy: Strategy) {
     let _ = CURRENT.try_with(|c| c.set(Arc::as_ptr(&shared) as usize));
     crate::log!(Level::Info, "hostcall: listener started (doorbell signal {:#x})", shared.signal.handle);
     while !shared.should_stop() {
         // The loop body never panics by design (services are caught per lane);
         // this catch keeps the listener alive should that ever be wrong.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&shared))) {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| strategy.run(&shared))) {
             Ok(()) => break,
             Err(payload) => crate::log!(
                 Level::Error,
@@ -342,37 +392,43 @@ fn scan(shared: &Shared, snapshot: &[Arc<Entry>]) -> bool {
         if entry.buffer.ready_stack().load(Ordering::Relaxed) == 0 {
             continue;
         }
-        if !entry.gate.enter() {
-            continue;
-        }
-        let _inside = Inside(&entry.gate);
-        let stats = drain_ready(
-            &entry.buffer,
-            |service, lane, slot| shared.services.serve_lane(entry.key, service, lane, slot),
-            || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed),
-        );
-        if let Some(ptr) = stats.bad_pointer {
-            crate::log!(
-                Level::Error,
-                "hostcall: buffer {:#x}: ready stack holds tagged pointer {:#x} whose index {} is not \
-                 below the packet count {}; it and the packets behind it are dropped, never touched",
-                entry.key,
-                ptr,
-                ptr & entry.buffer.index_mask(),
-                entry.buffer.packets()
-            );
-        }
-        if stats.cycle {
-            crate::log!(
-                Level::Error,
-                "hostcall: buffer {:#x}: ready stack chain longer than its {} packets (a cycle); cut",
-                entry.key,
-                entry.buffer.packets()
-            );
-        }
-        worked |= stats.did_work();
+        worked |= serve_entry(shared, entry);
     }
     worked
+}
+
+/// Detaches and serves one buffer's ready stack (if its gate lets us in);
+/// true if anything was found.
+pub(super) fn serve_entry(shared: &Shared, entry: &Entry) -> bool {
+    if !entry.gate.enter() {
+        return false;
+    }
+    let _inside = Inside(&entry.gate);
+    let stats = drain_ready(
+        &entry.buffer,
+        |service, lane, slot| shared.services.serve_lane(entry.key, service, lane, slot),
+        || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed),
+    );
+    if let Some(ptr) = stats.bad_pointer {
+        crate::log!(
+            Level::Error,
+            "hostcall: buffer {:#x}: ready stack holds tagged pointer {:#x} whose index {} is not \
+             below the packet count {}; it and the packets behind it are dropped, never touched",
+            entry.key,
+            ptr,
+            ptr & entry.buffer.index_mask(),
+            entry.buffer.packets()
+        );
+    }
+    if stats.cycle {
+        crate::log!(
+            Level::Error,
+            "hostcall: buffer {:#x}: ready stack chain longer than its {} packets (a cycle); cut",
+            entry.key,
+            entry.buffer.packets()
+        );
+    }
+    stats.did_work()
 }
 
 /// Backoff for the poll window: exponential spin, then yield.

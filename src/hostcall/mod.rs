@@ -33,6 +33,9 @@ mod service;
 mod listener;
 #[cfg(not(loom))]
 mod registry;
+/// Benchmark-only baseline listener strategy (`bench-baseline` feature).
+#[cfg(all(feature = "bench-baseline", not(loom)))]
+mod baseline;
 
 #[cfg(not(loom))]
 pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};
