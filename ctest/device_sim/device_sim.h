@@ -127,8 +127,9 @@ const char* device_sim_error_string(int error);
 
 /* Runs the whole device protocol for one wave: lanes[i][0..7] are the inputs
  * of each lane i set in activemask, lanes[i][0..1] receive the host's answer.
- * Lanes not in activemask are neither read nor written. The timeout covers
- * both waiting for a free packet and waiting for the host.
+ * Lanes not in activemask are neither read nor written (lanes may be NULL
+ * when activemask is 0). The timeout covers both waiting for a free packet
+ * and waiting for the host; 0 means the default of 10 s (never "forever").
  * Returns DEVICE_SIM_OK or a negative DEVICE_SIM_ERR_*. On
  * DEVICE_SIM_ERR_TIMEOUT the packet is left with the host (not returned to
  * the free stack), as a real wave would still be spinning on it. */
@@ -206,7 +207,7 @@ typedef struct device_sim_waves_config {
   uint32_t waves;           /* number of wave threads */
   uint32_t calls_per_wave;  /* calls per wave; 0 = until device_sim_waves_stop */
   uint64_t seed;
-  uint64_t timeout_ns;      /* per call */
+  uint64_t timeout_ns;      /* per call; 0 = 10 s */
   device_sim_fill_fn fill;
   device_sim_check_fn check;
   void* user;

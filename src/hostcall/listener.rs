@@ -455,7 +455,7 @@ fn run(shared: &Shared) {
         // Acquire: pairs with `publish`'s release increment.
         let generation = shared.generation.load(Ordering::Acquire);
         if generation != seen_generation {
-            snapshot = shared.published.lock().clone();
+            snapshot = shared.snapshot();
             seen_generation = generation;
         }
         if scan(shared, &snapshot) {
