@@ -16,12 +16,15 @@
  *                       [--json PATH] [--svg PATH] [--quick] [--no-isolation]
  *                       [--no-idle] [--modes baseline,ours] [--delays 0,20]
  *                       [--waves 1,4,16,64] [--buffers 1,8]
+ *                       [--wave-sched idle|nice19|normal] [--pin]
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -121,6 +124,7 @@ static double hist_quantile(const uint64_t* hist, uint64_t total, double q) {
 
 typedef struct {
   _Alignas(64) uint64_t t_start;
+  bool sched_set;
   uint64_t count;
   uint64_t bad;
   uint64_t sum_ns;
@@ -133,6 +137,48 @@ typedef struct {
 } group_t;
 
 static _Atomic int g_measuring;
+
+/* How wave threads are scheduled (--wave-sched). GPU waves spin on device
+ * memory without taking host CPU; simulated waves spin on host cores. With
+ * 64 always-runnable wave threads on 2 cores, a fair scheduler (EEVDF/CFS)
+ * gives any host thread about 1/65 of the machine whatever it does, so
+ * by default the wave threads run as SCHED_IDLE: their spinning only uses
+ * CPU the host threads leave idle, as on a GPU. Both listener modes get the
+ * same treatment. */
+enum { WAVE_SCHED_IDLE = 0, WAVE_SCHED_NICE = 1, WAVE_SCHED_NORMAL = 2 };
+static const char* const kWaveSchedName[] = {"idle", "nice19", "normal"};
+static int g_wave_sched = WAVE_SCHED_NORMAL;
+
+/* --pin: the library's listener threads run on CPU 0 and the wave threads
+ * on the other CPUs, so simulated waves never take the listener's core (GPU
+ * waves don't run on host cores). Off by default: on a 2-core machine shared
+ * with other work, the waves' single core is then easily starved. */
+static bool g_pin = false;
+
+static void pin_current_thread_to_waves(void) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (!g_pin || cpus < 2) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (long c = 1; c < cpus && c < CPU_SETSIZE; ++c) CPU_SET((int)c, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+    fprintf(stderr, "hostcall_bench: cannot pin a wave thread\n");
+  }
+}
+
+static void set_wave_scheduling(void) {
+  if (g_wave_sched == WAVE_SCHED_IDLE) {
+    struct sched_param param = {0};
+    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) != 0) {
+      fprintf(stderr, "hostcall_bench: cannot make a wave thread SCHED_IDLE\n");
+    }
+  } else if (g_wave_sched == WAVE_SCHED_NICE) {
+    /* Linux nice values are per thread. */
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), 19) != 0) {
+      fprintf(stderr, "hostcall_bench: cannot renice a wave thread\n");
+    }
+  }
+}
 
 /* The trivial host function of every normal request. */
 static void bench_function(uint64_t out[2], const uint64_t in[7]) {
@@ -152,6 +198,11 @@ static void fill_hook(void* user, uint32_t wave, uint32_t call, uint64_t* rng, u
                       uint64_t* activemask, uint64_t lanes[64][8]) {
   (void)rng;
   group_t* group = (group_t*)user;
+  if (!group->states[wave].sched_set) {
+    group->states[wave].sched_set = true;
+    set_wave_scheduling();
+    pin_current_thread_to_waves();
+  }
   *service = DEVICE_SIM_SERVICE_FUNCTION_CALL;
   *activemask = ~0ull;
   for (uint32_t lane = 0; lane < 64; ++lane) {
@@ -275,6 +326,19 @@ static uint64_t listener_cpu_delta(const thread_set_t* before, const thread_set_
   return total;
 }
 
+/* Pins the listener threads in `set` to CPU 0 (see g_pin). */
+static void pin_listener_threads(const thread_set_t* set) {
+  if (!g_pin || sysconf(_SC_NPROCESSORS_ONLN) < 2) return;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  CPU_SET(0, &cpus);
+  for (int i = 0; i < set->count; ++i) {
+    if (sched_setaffinity((pid_t)set->tids[i], sizeof(cpus), &cpus) != 0) {
+      fprintf(stderr, "hostcall_bench: cannot pin listener thread %d\n", set->tids[i]);
+    }
+  }
+}
+
 static bool has_thread(const thread_set_t* set, const char* name) {
   for (int i = 0; i < set->count; ++i) {
     if (strcmp(set->names[i], name) == 0) return true;
@@ -303,6 +367,8 @@ static bool alloc_buffers(void) {
   return true;
 }
 
+static void disable_buffers(uint32_t count);
+
 /* Enables `count` buffers with the listener of `mode` (the listener starts
  * with the first enable and reads the mode then) and checks that the
  * library really runs that listener. */
@@ -315,13 +381,21 @@ static bool enable_buffers(int mode, uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) {
     if (!enableHostcalls(g_buffers[i], PACKETS_PER_BUFFER, g_buffers[i])) {
       fprintf(stderr, "hostcall_bench: enableHostcalls failed (AMD_LOG_LEVEL=1 says why)\n");
+      disable_buffers(i);
       return false;
     }
   }
+  /* The new thread names itself when it starts running: give it a moment. */
   thread_set_t set;
-  listener_threads(&set);
   const char* want = mode == MODE_BASELINE ? THREAD_BASELINE : THREAD_OURS;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    listener_threads(&set);
+    if (has_thread(&set, want)) break;
+    sleep_ms(5);
+  }
+  pin_listener_threads(&set);
   if (!has_thread(&set, want)) {
+    disable_buffers(count);
     fprintf(stderr,
             "hostcall_bench: no listener thread named \"%s\" after enabling buffers%s\n", want,
             mode == MODE_BASELINE
@@ -409,6 +483,7 @@ static bool run_config(const options_t* opt, result_t* r) {
 
   thread_set_t before, after;
   listener_threads(&before);
+  pin_listener_threads(&before); /* helpers started during the warm-up */
   uint64_t cpu0 = process_cpu_ns();
   uint64_t t0 = device_sim_now_ns();
   /* Relaxed: see check_hook. */
@@ -695,9 +770,10 @@ static bool write_json(const options_t* opt, const char* path) {
   fprintf(f,
           "  \"settings\": {\"duration_ms\": %u, \"warmup_ms\": %u, \"idle_ms\": %u, "
           "\"packets_per_buffer\": %u, \"lanes_per_call\": 64, \"periodic_recheck\": false, "
-          "\"slow_function_us\": %llu},\n",
+          "\"slow_function_us\": %llu, \"wave_sched\": \"%s\", \"pinned\": %s},\n",
           opt->duration_ms, opt->warmup_ms, opt->idle_ms, PACKETS_PER_BUFFER,
-          (unsigned long long)(SLOW_FUNCTION_NS / 1000));
+          (unsigned long long)(SLOW_FUNCTION_NS / 1000), kWaveSchedName[g_wave_sched],
+          g_pin ? "true" : "false");
   fprintf(f, "  \"results\": [\n");
   for (size_t i = 0; i < g_result_count; ++i) {
     const result_t* r = &g_results[i];
@@ -915,7 +991,7 @@ static void usage(void) {
           "usage: hostcall_bench [--duration-ms N] [--warmup-ms N] [--idle-ms N] [--json PATH]\n"
           "                      [--svg PATH] [--quick] [--no-isolation] [--no-idle]\n"
           "                      [--modes baseline,ours] [--delays 0,20] [--waves 1,4,16,64]\n"
-          "                      [--buffers 1,8]\n");
+          "                      [--buffers 1,8] [--wave-sched idle|nice19|normal] [--pin]\n");
 }
 
 static bool parse_options(int argc, char** argv, options_t* opt) {
@@ -940,6 +1016,8 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       opt->idle_ms = 100;
     } else if (strcmp(a, "--no-isolation") == 0) {
       opt->isolation = false;
+    } else if (strcmp(a, "--pin") == 0) {
+      g_pin = true;
     } else if (strcmp(a, "--no-idle") == 0) {
       opt->idle = false;
     } else if (v == NULL) {
@@ -963,6 +1041,11 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       opt->delay_count = parse_list(v, opt->delays, MAX_LIST), ++i;
     } else if (strcmp(a, "--waves") == 0) {
       opt->wave_count = parse_list(v, opt->waves, MAX_LIST), ++i;
+    } else if (strcmp(a, "--wave-sched") == 0) {
+      g_wave_sched = strcmp(v, "normal") == 0   ? WAVE_SCHED_NORMAL
+                     : strcmp(v, "nice19") == 0 ? WAVE_SCHED_NICE
+                                                : WAVE_SCHED_IDLE;
+      ++i;
     } else if (strcmp(a, "--buffers") == 0) {
       opt->buffer_count = parse_list(v, opt->buffers, MAX_LIST), ++i;
     } else {
@@ -1004,8 +1087,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "hostcall_bench: out of memory\n");
     return 1;
   }
-  printf("hostcall_bench: %ld CPUs online; %u ms per configuration after %u ms warm-up\n",
-         sysconf(_SC_NPROCESSORS_ONLN), opt.duration_ms, opt.warmup_ms);
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) g_pin = false;
+  printf("hostcall_bench: %ld CPUs online; %u ms per configuration after %u ms warm-up; "
+         "wave threads scheduled %s; %s\n",
+         sysconf(_SC_NPROCESSORS_ONLN), opt.duration_ms, opt.warmup_ms,
+         kWaveSchedName[g_wave_sched],
+         g_pin ? "listener threads pinned to CPU 0, waves to the others" : "no pinning");
   int failures = 0;
 
   for (uint32_t di = 0; di < opt.delay_count; ++di) {

@@ -87,7 +87,7 @@ pub fn exact_symbol_name(addr: *const c_void) -> Option<&'static CStr> {
     }
     // SAFETY: dladdr returned non-zero, so it filled `info`.
     let info = unsafe { info.assume_init() };
-    if info.dli_sname.is_null() || info.dli_saddr as *const c_void != addr {
+    if info.dli_sname.is_null() || !core::ptr::eq(info.dli_saddr as *const c_void, addr) {
         return None;
     }
     // SAFETY: dli_sname points into the symbol table of a loaded object, which
@@ -96,7 +96,7 @@ pub fn exact_symbol_name(addr: *const c_void) -> Option<&'static CStr> {
     Some(unsafe { CStr::from_ptr(info.dli_sname) })
 }
 
-#[cfg(feature = "rocclr-hostcall")]
+#[cfg(all(feature = "rocclr-hostcall", not(loom)))]
 /// Registers `child` to run in the child process after fork(2)
 /// (pthread_atfork with no prepare/parent handlers).
 pub fn register_atfork_child(child: unsafe extern "C" fn()) -> Result<(), String> {
@@ -110,7 +110,7 @@ pub fn register_atfork_child(child: unsafe extern "C" fn()) -> Result<(), String
     }
 }
 
-#[cfg(feature = "rocclr-hostcall")]
+#[cfg(all(feature = "rocclr-hostcall", not(loom)))]
 /// Makes the loaded object that contains `addr` permanent: dladdr finds its
 /// file, dlopen(RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) marks it never to be
 /// unloaded (dlclose then leaves it mapped). The extra reference is never

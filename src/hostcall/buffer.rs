@@ -387,7 +387,6 @@ mod tests {
         let slot = [1, 2, 3, 4, 5, 6, 7, 8];
         buf.write_slot(index, 63, &slot);
         assert_eq!(buf.read_slot(index, 63), slot);
-        drop(buf);
         let first = layout::slot_word_offset(n, 2, 63, 0) / 8;
         assert_eq!(&mem[first..first + 8], &slot);
         assert_eq!(first + 8, mem.len());

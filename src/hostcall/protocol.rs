@@ -34,8 +34,10 @@
 //!
 //! A tagged pointer whose index is not below the packet count (possible when
 //! the count is not a power of two) is never dereferenced: the rest of the
-//! chain (reachable only through that packet) is dropped and logged. A chain
-//! longer than the packet count must contain a cycle; the walk stops there.
+//! chain (reachable only through that packet) is dropped and logged. A
+//! packet in the chain without READY set (a cycle back to a packet already
+//! released, or corruption), or a chain longer than the packet count, ends
+//! the walk: every packet is served at most once per detach.
 
 use super::buffer::{DeviceBuffer, PacketIndex};
 use super::layout::{self, CONTROL_READY};
@@ -48,7 +50,8 @@ pub struct DrainStats {
     pub served: u32,
     /// A tagged pointer with an out-of-range index ended the chain.
     pub bad_pointer: Option<u64>,
-    /// The chain was longer than the packet count (a cycle) and was cut.
+    /// The chain reached a packet without READY (a cycle back to a released
+    /// packet, or corruption) or grew longer than the packet count; cut there.
     pub cycle: bool,
     /// The walk stopped early because `keep_going` said so.
     pub stopped: bool,
@@ -89,7 +92,13 @@ where
             break;
         };
         walked += 1;
-        if walked > u64::from(buffer.packets()) {
+        // A packet on the ready stack always has READY set (the wave sets it
+        // before the push). Without it the chain is corrupt: most likely a
+        // cycle back to a packet this walk already released. Its `next` may
+        // be stale, so stop here. The step bound is a second guard.
+        // Relaxed: as for `next` below (and our own clears are program-ordered).
+        let ready_bit = buffer.control(index).load(Ordering::Relaxed) & CONTROL_READY;
+        if ready_bit == 0 || walked > u64::from(buffer.packets()) {
             stats.cycle = true;
             break;
         }
@@ -438,8 +447,18 @@ mod tests {
         let mut calls = 0;
         let stats = drain_ready(b, |_, _, _| calls += 1, || true);
         assert!(stats.cycle);
-        assert_eq!(stats.served, 3);
-        assert_eq!(calls, 3);
+        assert_eq!(stats.served, 1, "served exactly once");
+        assert_eq!(calls, 1);
+        // A packet in the chain whose READY bit is clear is not served.
+        let t = make(3);
+        let b = &t.buf;
+        let p = pop_free(b).unwrap();
+        fill(b, p, 1, 1, &lanes_with(1));
+        b.control(b.packet_index(p).unwrap()).store(0, Ordering::Relaxed);
+        push_ready(b, p);
+        let stats = drain_ready(b, |_, _, _| panic!("not ready"), || true);
+        assert!(stats.cycle);
+        assert_eq!(stats.served, 0);
     }
 
     #[test]

@@ -208,7 +208,7 @@ pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) ->
     // contract covers validity and exclusive protocol access until disable.
     let device_buffer = unsafe { DeviceBuffer::new(base, packets) };
     device_buffer.initialize(shared.signal.handle);
-    control.entries.push(Arc::new(Entry { key, buffer: device_buffer, queue: queue as usize, gate: Gate::new() }));
+    control.entries.push(Arc::new(Entry::new(key, device_buffer, queue as usize)));
     shared.publish(&control.entries);
     crate::log!(
         Level::Info,
