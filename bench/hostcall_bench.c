@@ -16,7 +16,7 @@
  *                       [--json PATH] [--svg PATH] [--quick] [--no-isolation]
  *                       [--no-idle] [--modes baseline,ours] [--delays 0,20]
  *                       [--waves 1,4,16,64] [--buffers 1,8]
- *                       [--wave-sched idle|nice19|normal] [--pin]
+ *                       [--wave-sched idle|nice19|normal] [--pin] [--no-wave-yield] [--segments N]
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -63,6 +63,7 @@ static const char* const kModeName[MODE_COUNT] = {"baseline", "ours"};
 
 typedef struct {
   uint32_t duration_ms;
+  uint32_t segments;
   uint32_t warmup_ms;
   uint32_t idle_ms;
   const char* json_path;
@@ -155,6 +156,14 @@ static int g_wave_sched = WAVE_SCHED_NORMAL;
  * with other work, the waves' single core is then easily starved. */
 static bool g_pin = false;
 
+/* --no-wave-yield turns this off: each simulated wave yields the CPU once
+ * before each call (in the fill hook, as if the wave computed between
+ * calls). On 2 cores, a wave served within microseconds otherwise keeps its
+ * core and calls again while other runnable waves wait for the scheduler's
+ * time slice (milliseconds), which shows up as a p99 of the simulation's
+ * scheduling, not of the listener. Same for both modes. */
+static bool g_wave_yield = true;
+
 static void pin_current_thread_to_waves(void) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (!g_pin || cpus < 2) return;
@@ -203,6 +212,7 @@ static void fill_hook(void* user, uint32_t wave, uint32_t call, uint64_t* rng, u
     set_wave_scheduling();
     pin_current_thread_to_waves();
   }
+  if (g_wave_yield) sched_yield();
   *service = DEVICE_SIM_SERVICE_FUNCTION_CALL;
   *activemask = ~0ull;
   for (uint32_t lane = 0; lane < 64; ++lane) {
@@ -244,6 +254,21 @@ static int check_hook(void* user, uint32_t wave, uint32_t call, uint32_t service
 
 static uint64_t timespec_ns(const struct timespec* ts) {
   return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+/* Busy CPU time of the whole machine (all processes), from /proc/stat. */
+static uint64_t machine_busy_ns(void) {
+  FILE* f = fopen("/proc/stat", "r");
+  if (f == NULL) return 0;
+  unsigned long long v[8] = {0};
+  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                 &v[4], &v[5], &v[6], &v[7]);
+  fclose(f);
+  if (n < 5) return 0;
+  /* user nice system idle iowait irq softirq steal: busy = all but idle+iowait */
+  unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+  long hz = sysconf(_SC_CLK_TCK);
+  return hz > 0 ? (uint64_t)(busy * (1000000000ull / (unsigned long long)hz)) : 0;
 }
 
 static uint64_t process_cpu_ns(void) {
@@ -429,6 +454,13 @@ typedef struct {
   double process_cpu_us_per_rt;
   double listener_cpu_us_per_rt;
   double listener_cpu_pct; /* of one core, over the window */
+  double other_load_cores; /* CPU used by other processes during the window */
+  int listener_thread_count; /* listener threads (main + helper) at the end */
+  /* accumulated over the segments */
+  uint32_t segments;
+  bool failed;
+  uint64_t acc_sum_ns, acc_window_ns, acc_proc_ns, acc_listener_ns, acc_other_ns;
+  uint64_t hist[BUCKETS];
   uint64_t slow_calls;     /* isolation: calls of the slow wave in the window */
 } result_t;
 
@@ -443,8 +475,11 @@ static void reset_states(void) {
   }
 }
 
-static bool run_config(const options_t* opt, result_t* r) {
-  r->ok = false;
+/* Runs one segment of configuration `r` (warm-up, then `duration_ms` of
+ * measurement) and adds it to r's accumulators; `finish_result` derives the
+ * figures. The main loop alternates baseline and ours segment by segment, so
+ * a change in the machine's background load hits both modes alike. */
+static bool run_segment(const options_t* opt, result_t* r, uint32_t duration_ms) {
   hsa_sim_set_wait_wake_delay_us(r->delay_us);
   hsa_sim_set_periodic_recheck(false, 1000);
   reset_states();
@@ -484,14 +519,16 @@ static bool run_config(const options_t* opt, result_t* r) {
   thread_set_t before, after;
   listener_threads(&before);
   pin_listener_threads(&before); /* helpers started during the warm-up */
+  uint64_t busy0 = machine_busy_ns();
   uint64_t cpu0 = process_cpu_ns();
   uint64_t t0 = device_sim_now_ns();
   /* Relaxed: see check_hook. */
   atomic_store_explicit(&g_measuring, 1, memory_order_relaxed);
-  sleep_ms(opt->duration_ms);
+  sleep_ms(duration_ms);
   atomic_store_explicit(&g_measuring, 0, memory_order_relaxed);
   uint64_t t1 = device_sim_now_ns();
   uint64_t cpu1 = process_cpu_ns();
+  uint64_t busy1 = machine_busy_ns();
   listener_threads(&after);
 
   device_sim_waves_stop(waves);
@@ -506,30 +543,54 @@ static bool run_config(const options_t* opt, result_t* r) {
     return false;
   }
 
-  static uint64_t merged[BUCKETS];
-  memset(merged, 0, sizeof(merged));
-  uint64_t calls = 0, sum = 0;
   for (uint32_t w = 0; w < r->waves; ++w) {
-    calls += g_states[w].count;
-    sum += g_states[w].sum_ns;
-    for (uint32_t b = 0; b < BUCKETS; ++b) merged[b] += g_states[w].hist[b];
+    r->calls += g_states[w].count;
+    r->acc_sum_ns += g_states[w].sum_ns;
+    for (uint32_t b = 0; b < BUCKETS; ++b) r->hist[b] += g_states[w].hist[b];
   }
-  r->slow_calls = g_states[MAX_WAVES].count;
-  r->calls = calls;
-  r->seconds = (double)(t1 - t0) / 1e9;
+  r->slow_calls += g_states[MAX_WAVES].count;
+  r->acc_window_ns += t1 - t0;
+  r->acc_proc_ns += cpu1 - cpu0;
+  r->acc_listener_ns += listener_cpu_delta(&before, &after);
+  uint64_t busy = busy1 - busy0, mine = cpu1 - cpu0;
+  r->acc_other_ns += busy > mine ? busy - mine : 0;
+  if (after.count > r->listener_thread_count) r->listener_thread_count = after.count;
+  r->segments++;
+  return true;
+}
+
+static void finish_result(result_t* r) {
+  r->ok = !r->failed && r->calls > 0 && r->acc_window_ns > 0;
+  if (!r->ok) return;
+  uint64_t calls = r->calls, all_calls = r->calls + r->slow_calls;
+  r->seconds = (double)r->acc_window_ns / 1e9;
   r->rts = (double)calls / r->seconds;
-  r->mean_us = calls ? (double)sum / (double)calls / 1e3 : 0.0;
-  r->p50_us = hist_quantile(merged, calls, 0.50) / 1e3;
-  r->p99_us = hist_quantile(merged, calls, 0.99) / 1e3;
-  r->p999_us = hist_quantile(merged, calls, 0.999) / 1e3;
-  r->max_us = hist_quantile(merged, calls, 1.0) / 1e3;
-  uint64_t all_calls = calls + r->slow_calls;
-  uint64_t lcpu = listener_cpu_delta(&before, &after);
-  r->process_cpu_us_per_rt = all_calls ? (double)(cpu1 - cpu0) / (double)all_calls / 1e3 : 0.0;
-  r->listener_cpu_us_per_rt = all_calls ? (double)lcpu / (double)all_calls / 1e3 : 0.0;
-  r->listener_cpu_pct = 100.0 * (double)lcpu / (double)(t1 - t0);
-  r->ok = calls > 0;
-  return r->ok;
+  r->mean_us = (double)r->acc_sum_ns / (double)calls / 1e3;
+  r->p50_us = hist_quantile(r->hist, calls, 0.50) / 1e3;
+  r->p99_us = hist_quantile(r->hist, calls, 0.99) / 1e3;
+  r->p999_us = hist_quantile(r->hist, calls, 0.999) / 1e3;
+  r->max_us = hist_quantile(r->hist, calls, 1.0) / 1e3;
+  r->process_cpu_us_per_rt = (double)r->acc_proc_ns / (double)all_calls / 1e3;
+  r->listener_cpu_us_per_rt = (double)r->acc_listener_ns / (double)all_calls / 1e3;
+  r->listener_cpu_pct = 100.0 * (double)r->acc_listener_ns / (double)r->acc_window_ns;
+  r->other_load_cores = (double)r->acc_other_ns / (double)r->acc_window_ns;
+}
+
+/* Measures one configuration in both modes: `segments` alternating
+ * segments per mode (baseline, ours, baseline, ours, ...). */
+static void measure_pair(const options_t* opt, result_t* pair[MODE_COUNT]) {
+  uint32_t segments = opt->segments;
+  uint32_t per = opt->duration_ms / segments;
+  if (per == 0) per = 1;
+  for (uint32_t seg = 0; seg < segments; ++seg) {
+    for (int m = 0; m < MODE_COUNT; ++m) {
+      if (pair[m] == NULL || pair[m]->failed) continue;
+      if (!run_segment(opt, pair[m], per)) pair[m]->failed = true;
+    }
+  }
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    if (pair[m] != NULL) finish_result(pair[m]);
+  }
 }
 
 /* ---- idle ---------------------------------------------------------------- */
@@ -583,7 +644,8 @@ static bool run_idle(const options_t* opt, idle_t* r) {
 
 /* ---- reporting ------------------------------------------------------------ */
 
-static result_t g_results[2 * MAX_LIST * MAX_LIST * MAX_LIST * MODE_COUNT + 8];
+#define MAX_RESULTS 256
+static result_t g_results[MAX_RESULTS];
 static size_t g_result_count;
 static idle_t g_idle[MODE_COUNT];
 static bool g_have_idle;
@@ -603,9 +665,9 @@ static const result_t* find_result(int kind, int mode, uint32_t delay, uint32_t 
 static void print_header(uint32_t delay) {
   printf("\nwake delay %u us (periodic re-check off); W waves x 64 lanes, B buffers of %u packets\n",
          delay, PACKETS_PER_BUFFER);
-  printf("%-8s %3s %2s | %10s %8s %8s %8s | %9s %9s | %7s %7s %7s\n", "mode", "W", "B",
-         "rt/s", "p50 us", "p99 us", "p99.9 us", "cpu us/rt", "lst us/rt", "rt/s x", "p99 /",
-         "p99.9 /");
+  printf("%-8s %3s %2s | %10s %8s %8s %8s | %9s %9s | %7s %7s %7s | %5s %s\n", "mode", "W",
+         "B", "rt/s", "p50 us", "p99 us", "p99.9 us", "cpu us/rt", "lst us/rt", "rt/s x", "p99 /",
+         "p99.9 /", "other", "thr");
 }
 
 static void print_row(const result_t* r, const result_t* base) {
@@ -613,11 +675,12 @@ static void print_row(const result_t* r, const result_t* base) {
          r->buffers, r->rts, r->p50_us, r->p99_us, r->p999_us, r->process_cpu_us_per_rt,
          r->listener_cpu_us_per_rt);
   if (base != NULL && base != r) {
-    printf(" %7.2f %7.2f %7.2f\n", r->rts / base->rts, base->p99_us / r->p99_us,
+    printf(" %7.2f %7.2f %7.2f |", r->rts / base->rts, base->p99_us / r->p99_us,
            base->p999_us / r->p999_us);
   } else {
-    printf(" %7s %7s %7s\n", "-", "-", "-");
+    printf(" %7s %7s %7s |", "-", "-", "-");
   }
+  printf(" %5.2f %d\n", r->other_load_cores, r->listener_thread_count);
 }
 
 /* ---- targets (issue 4 item 5) ---------------------------------------------- */
@@ -770,10 +833,10 @@ static bool write_json(const options_t* opt, const char* path) {
   fprintf(f,
           "  \"settings\": {\"duration_ms\": %u, \"warmup_ms\": %u, \"idle_ms\": %u, "
           "\"packets_per_buffer\": %u, \"lanes_per_call\": 64, \"periodic_recheck\": false, "
-          "\"slow_function_us\": %llu, \"wave_sched\": \"%s\", \"pinned\": %s},\n",
+          "\"slow_function_us\": %llu, \"wave_sched\": \"%s\", \"pinned\": %s, \"wave_yield_per_call\": %s},\n",
           opt->duration_ms, opt->warmup_ms, opt->idle_ms, PACKETS_PER_BUFFER,
           (unsigned long long)(SLOW_FUNCTION_NS / 1000), kWaveSchedName[g_wave_sched],
-          g_pin ? "true" : "false");
+          g_pin ? "true" : "false", g_wave_yield ? "true" : "false");
   fprintf(f, "  \"results\": [\n");
   for (size_t i = 0; i < g_result_count; ++i) {
     const result_t* r = &g_results[i];
@@ -803,6 +866,9 @@ static bool write_json(const options_t* opt, const char* path) {
     json_number(f, r->listener_cpu_us_per_rt);
     fputs(", \"listener_cpu_pct\": ", f);
     json_number(f, r->listener_cpu_pct);
+    fputs(", \"other_processes_cpu_cores\": ", f);
+    json_number(f, r->other_load_cores);
+    fprintf(f, ", \"listener_threads\": %d", r->listener_thread_count);
     if (r->kind == KIND_ISOLATION_SLOW) fprintf(f, ", \"slow_calls\": %" PRIu64, r->slow_calls);
     if (base != NULL && r->ok && base->ok) {
       fputs(", \"vs_baseline\": {\"round_trips_per_s\": ", f);
@@ -991,13 +1057,14 @@ static void usage(void) {
           "usage: hostcall_bench [--duration-ms N] [--warmup-ms N] [--idle-ms N] [--json PATH]\n"
           "                      [--svg PATH] [--quick] [--no-isolation] [--no-idle]\n"
           "                      [--modes baseline,ours] [--delays 0,20] [--waves 1,4,16,64]\n"
-          "                      [--buffers 1,8] [--wave-sched idle|nice19|normal] [--pin]\n");
+          "                      [--buffers 1,8] [--wave-sched idle|nice19|normal] [--pin] [--no-wave-yield] [--segments N]\n");
 }
 
 static bool parse_options(int argc, char** argv, options_t* opt) {
   memset(opt, 0, sizeof(*opt));
-  opt->duration_ms = 1500;
-  opt->warmup_ms = 250;
+  opt->duration_ms = 2000;
+  opt->segments = 4;
+  opt->warmup_ms = 150;
   opt->idle_ms = 2000;
   opt->json_path = "hostcall_bench.json";
   opt->svg_path = "hostcall_bench.svg";
@@ -1012,10 +1079,13 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--quick") == 0) {
       opt->duration_ms = 60;
+      opt->segments = 1;
       opt->warmup_ms = 20;
       opt->idle_ms = 100;
     } else if (strcmp(a, "--no-isolation") == 0) {
       opt->isolation = false;
+    } else if (strcmp(a, "--no-wave-yield") == 0) {
+      g_wave_yield = false;
     } else if (strcmp(a, "--pin") == 0) {
       g_pin = true;
     } else if (strcmp(a, "--no-idle") == 0) {
@@ -1025,6 +1095,8 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       return false;
     } else if (strcmp(a, "--duration-ms") == 0) {
       opt->duration_ms = (uint32_t)strtoul(v, NULL, 10), ++i;
+    } else if (strcmp(a, "--segments") == 0) {
+      opt->segments = (uint32_t)strtoul(v, NULL, 10), ++i;
     } else if (strcmp(a, "--warmup-ms") == 0) {
       opt->warmup_ms = (uint32_t)strtoul(v, NULL, 10), ++i;
     } else if (strcmp(a, "--idle-ms") == 0) {
@@ -1065,6 +1137,12 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       return false;
     }
   }
+  if (opt->segments == 0) opt->segments = 1;
+  if (opt->delay_count * opt->wave_count * opt->buffer_count * MODE_COUNT + 2 * MODE_COUNT >
+      MAX_RESULTS) {
+    fprintf(stderr, "hostcall_bench: too many configurations (at most %d results)\n", MAX_RESULTS);
+    return false;
+  }
   if (opt->duration_ms == 0 || opt->delay_count == 0 || opt->wave_count == 0 ||
       opt->buffer_count == 0 || !(opt->modes[0] || opt->modes[1])) {
     usage();
@@ -1089,10 +1167,15 @@ int main(int argc, char** argv) {
   }
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) g_pin = false;
   printf("hostcall_bench: %ld CPUs online; %u ms per configuration after %u ms warm-up; "
-         "wave threads scheduled %s; %s\n",
+         "wave threads scheduled %s%s; %s\n",
          sysconf(_SC_NPROCESSORS_ONLN), opt.duration_ms, opt.warmup_ms,
-         kWaveSchedName[g_wave_sched],
+         kWaveSchedName[g_wave_sched], g_wave_yield ? ", yielding once per call" : "",
          g_pin ? "listener threads pinned to CPU 0, waves to the others" : "no pinning");
+  printf("columns: rt/s round trips per second; p50/p99/p99.9 round-trip latency; cpu us/rt "
+         "process CPU (waves spin too) and lst us/rt listener-thread CPU per round trip; ratios "
+         "vs the baseline of the same configuration (rt/s x = ours/baseline, p99 / = "
+         "baseline/ours); other = CPU cores used by other processes meanwhile; thr = listener "
+         "threads\n");
   int failures = 0;
 
   for (uint32_t di = 0; di < opt.delay_count; ++di) {
@@ -1100,7 +1183,7 @@ int main(int argc, char** argv) {
     print_header(delay);
     for (uint32_t wi = 0; wi < opt.wave_count; ++wi) {
       for (uint32_t bi = 0; bi < opt.buffer_count; ++bi) {
-        const result_t* base = NULL;
+        result_t* pair[MODE_COUNT] = {NULL, NULL};
         for (int m = 0; m < MODE_COUNT; ++m) {
           if (!opt.modes[m]) continue;
           result_t* r = &g_results[g_result_count++];
@@ -1110,13 +1193,18 @@ int main(int argc, char** argv) {
           r->delay_us = delay;
           r->waves = opt.waves[wi];
           r->buffers = opt.buffers[bi];
-          if (!run_config(&opt, r)) {
+          pair[m] = r;
+        }
+        measure_pair(&opt, pair);
+        for (int m = 0; m < MODE_COUNT; ++m) {
+          result_t* r = pair[m];
+          if (r == NULL) continue;
+          if (!r->ok) {
             ++failures;
             printf("%-8s %3u %2u | FAILED\n", kModeName[m], r->waves, r->buffers);
             continue;
           }
-          if (m == MODE_BASELINE) base = r;
-          print_row(r, base);
+          print_row(r, pair[MODE_BASELINE] != NULL && pair[MODE_BASELINE]->ok ? pair[MODE_BASELINE] : NULL);
         }
       }
     }
@@ -1126,9 +1214,11 @@ int main(int argc, char** argv) {
     printf("\nisolation: %u waves on buffers 1..%u (trivial function), wake delay 20 us; "
            "\"slow\" adds 1 wave on buffer 0 whose lane-0 function takes 1 ms\n",
            ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS - 1);
-    printf("%-8s %-5s | %10s %8s %8s %8s | %9s %9s | %s\n", "mode", "slow", "rt/s", "p50 us",
-           "p99 us", "p99.9 us", "cpu us/rt", "lst us/rt", "slow calls");
+    printf("%-8s %-5s | %10s %8s %8s %8s | %9s %9s | %10s | %5s %s\n", "mode", "slow", "rt/s",
+           "p50 us", "p99 us", "p99.9 us", "cpu us/rt", "lst us/rt", "slow calls", "other",
+           "thr");
     for (int kind = KIND_ISOLATION_REF; kind <= KIND_ISOLATION_SLOW; ++kind) {
+      result_t* pair[MODE_COUNT] = {NULL, NULL};
       for (int m = 0; m < MODE_COUNT; ++m) {
         if (!opt.modes[m]) continue;
         result_t* r = &g_results[g_result_count++];
@@ -1138,15 +1228,21 @@ int main(int argc, char** argv) {
         r->delay_us = 20;
         r->waves = ISOLATION_NORMAL_WAVES;
         r->buffers = ISOLATION_BUFFERS;
-        if (!run_config(&opt, r)) {
+        pair[m] = r;
+      }
+      measure_pair(&opt, pair);
+      for (int m = 0; m < MODE_COUNT; ++m) {
+        result_t* r = pair[m];
+        if (r == NULL) continue;
+        if (!r->ok) {
           ++failures;
           printf("%-8s %-5s | FAILED\n", kModeName[m], kind == KIND_ISOLATION_SLOW ? "yes" : "no");
           continue;
         }
-        printf("%-8s %-5s | %10.0f %8.1f %8.1f %8.1f | %9.2f %9.2f | %" PRIu64 "\n",
+        printf("%-8s %-5s | %10.0f %8.1f %8.1f %8.1f | %9.2f %9.2f | %10" PRIu64 " | %5.2f %d\n",
                kModeName[m], kind == KIND_ISOLATION_SLOW ? "yes" : "no", r->rts, r->p50_us,
                r->p99_us, r->p999_us, r->process_cpu_us_per_rt, r->listener_cpu_us_per_rt,
-               r->slow_calls);
+               r->slow_calls, r->other_load_cores, r->listener_thread_count);
       }
     }
   }

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,9 @@ static int demo_vmem(void) {
   uint8_t* base = (uint8_t*)ring.ring_base_ptr;
   const size_t cap = (size_t)ring.capacity;
   for (size_t i = 0; i < 32; ++i) base[cap - 16 + i] = (uint8_t)(0xA0 + i);
+  /* The views alias, which the compiler cannot know: keep the reads below
+   * after the writes above. */
+  atomic_signal_fence(memory_order_seq_cst);
   char written[65], at_start[65], before_start[65];
   hex(base + cap - 16, 32, written);
   /* The 16 bytes past the end are the ring's first 16 bytes, and the 16

@@ -35,8 +35,8 @@
 //! function or printf that blocks: `SLOW_VISIT`), that buffer is handed to a
 //! helper thread (`amdgpu-hc-slow`, started on first need, same polling and
 //! waiting strategy) and the main listener skips it; after `SLOW_DEMOTE_AFTER`
-//! without a slow visit it comes back. Only the visit that revealed the
-//! buffer as slow delays the others. See `Role`.
+//! without a slow visit it comes back. Only the `SLOW_STREAK` visits that
+//! revealed the buffer as slow delay the others. See `Role` and `scan`.
 //!
 //! # Stopping
 //!
@@ -75,16 +75,17 @@ const SPIN_ROUNDS: u32 = 6;
 
 /// A visit of one buffer (draining its ready stack) is *slow* when it took
 /// longer than `SLOW_VISIT + SLOW_PER_PACKET × packets served`: a host
-/// function or a printf that blocks. A buffer with a slow visit is handed to
-/// the helper thread, so it cannot delay the other buffers again (only the
-/// visit that revealed it did). A full 64-lane FUNCTION_CALL packet with a
-/// trivial function takes 1–2 µs, so ordinary traffic never comes close.
+/// function or a printf that blocks. A buffer with `SLOW_STREAK` slow visits
+/// in a row is handed to the helper thread, so it cannot delay the other
+/// buffers again. A full 64-lane FUNCTION_CALL packet with a trivial function
+/// takes 1–2 µs, so ordinary traffic never comes close (but preemption can:
+/// see `scan`).
 pub const SLOW_VISIT: Duration = Duration::from_micros(250);
 const SLOW_PER_PACKET: Duration = Duration::from_micros(20);
 
 /// Slow visits in a row (by the main listener) before a buffer is handed to
 /// the helper: one slow visit can be a preemption rather than a slow service.
-const SLOW_STREAK: u32 = 2;
+const SLOW_STREAK: u32 = 3;
 
 /// A slow buffer whose visits have all been fast for this long goes back to
 /// the main listener.
@@ -488,8 +489,11 @@ impl Drop for Inside<'_> {
 /// (started the first time a buffer turns out slow, thread name
 /// `amdgpu-hc-slow`) serves only those, with the same polling and waiting
 /// strategy. So a host function that blocks on one buffer (a 1 ms call, a
-/// printf into a full pipe) delays that buffer's own requests, never the
-/// other buffers' — after the one visit that revealed it.
+/// printf into a full pipe) delays that buffer's own requests, not the other
+/// buffers' — after the `SLOW_STREAK` visits that revealed it. (One helper
+/// serves all slow buffers: two buffers that block at the same time delay
+/// each other, and the main listener, which also takes slow buffers while the
+/// helper is stuck, may then be held up by the second one.)
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Role {
     Main,
