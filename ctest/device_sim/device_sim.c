@@ -325,6 +325,29 @@ static void default_fill(uint32_t wave, uint32_t call, uint64_t* rng, uint32_t* 
   }
 }
 
+int device_sim_fc_checked_call(void* buffer, uint64_t activemask, uint64_t salt,
+                               uint64_t timeout_ns) {
+  uint64_t lanes[DEVICE_SIM_LANES][DEVICE_SIM_SLOT_WORDS];
+  uint64_t in[DEVICE_SIM_LANES][DEVICE_SIM_SLOT_WORDS];
+  for (uint32_t lane = 0; lane < DEVICE_SIM_LANES; ++lane) {
+    lanes[lane][0] = (uint64_t)(uintptr_t)&device_sim_fc_hash;
+    for (uint32_t w = 1; w < DEVICE_SIM_SLOT_WORDS; ++w) {
+      lanes[lane][w] = salt * 0x9E3779B97F4A7C15ull + lane * DEVICE_SIM_SLOT_WORDS + w;
+    }
+  }
+  memcpy(in, lanes, sizeof(in));
+  int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, activemask, lanes,
+                               timeout_ns);
+  if (rc != DEVICE_SIM_OK) return rc;
+  for (uint32_t lane = 0; lane < DEVICE_SIM_LANES; ++lane) {
+    if (!(activemask & (1ull << lane))) continue;
+    uint64_t expected[2];
+    device_sim_fc_expected(&in[lane][1], expected);
+    if (lanes[lane][0] != expected[0] || lanes[lane][1] != expected[1]) return 1;
+  }
+  return DEVICE_SIM_OK;
+}
+
 static int default_check(uint64_t activemask, const uint64_t in[64][8], const uint64_t out[64][8],
                          char* why, size_t why_size) {
   for (uint32_t lane = 0; lane < DEVICE_SIM_LANES; ++lane) {

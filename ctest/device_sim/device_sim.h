@@ -179,6 +179,11 @@ uint64_t device_sim_now_ns(void);
 void device_sim_fc_hash(uint64_t out[2], const uint64_t in[7]);
 /* The same computation, for checking. */
 void device_sim_fc_expected(const uint64_t in[7], uint64_t out[2]);
+/* One FUNCTION_CALL of device_sim_fc_hash from every lane of `activemask`,
+ * with inputs derived from `salt`, every active lane's answer checked.
+ * Returns DEVICE_SIM_OK, a negative DEVICE_SIM_ERR_*, or 1 for a wrong answer. */
+int device_sim_fc_checked_call(void* buffer, uint64_t activemask, uint64_t salt,
+                               uint64_t timeout_ns);
 /* Small deterministic PRNG (splitmix64) used by the wave drivers. */
 uint64_t device_sim_rand(uint64_t* state);
 /* A random non-zero lane mask: a mix of full, single-lane, sparse and dense

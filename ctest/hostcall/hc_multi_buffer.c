@@ -14,21 +14,7 @@
 
 /* A function call on every lane of one full wave, checked. */
 static int one_checked_call(void* buffer, uint64_t salt) {
-  uint64_t lanes[64][8];
-  uint64_t in[64][8];
-  for (uint32_t lane = 0; lane < 64; ++lane) {
-    lanes[lane][0] = (uint64_t)(uintptr_t)&device_sim_fc_hash;
-    for (uint32_t w = 1; w < 8; ++w) lanes[lane][w] = salt * 131 + lane * 8 + w;
-  }
-  memcpy(in, lanes, sizeof(in));
-  int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, lanes, TIMEOUT_NS);
-  if (rc != 0) return rc;
-  for (uint32_t lane = 0; lane < 64; ++lane) {
-    uint64_t expected[2];
-    device_sim_fc_expected(&in[lane][1], expected);
-    if (lanes[lane][0] != expected[0] || lanes[lane][1] != expected[1]) return 1;
-  }
-  return 0;
+  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
 }
 
 /* 8 buffers (mixed packet counts), 16 waves spread over them. */

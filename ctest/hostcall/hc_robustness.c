@@ -34,13 +34,7 @@ static int check_fc(const uint64_t in[64][8], const uint64_t out[64][8], uint64_
 }
 
 static int call_ok(void* buffer, uint64_t salt) {
-  uint64_t lanes[64][8];
-  uint64_t in[64][8];
-  fill_fc(lanes, salt);
-  memcpy(in, lanes, sizeof(in));
-  int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, lanes, TIMEOUT_NS);
-  if (rc != 0) return rc;
-  return check_fc((const uint64_t(*)[8])in, (const uint64_t(*)[8])lanes, ~0ull);
+  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
 }
 
 static int run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, char* why,
