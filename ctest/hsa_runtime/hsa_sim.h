@@ -125,7 +125,9 @@ HSA_API const hsa_sim_trace_entry_t* hsa_sim_trace_get(size_t i);
 /* ---- Signal waits -------------------------------------------------------- */
 
 /* Delay added after a BLOCKED wait is woken by a signal change (models the
- * interrupt latency of a real GPU). Default 0. */
+ * interrupt latency of a real GPU). Default 0. Kept accurate to a few
+ * microseconds: the part longer than this machine's fixed nanosleep cost is
+ * slept, the rest waited out with sched_yield. */
 HSA_API void hsa_sim_set_wait_wake_delay_us(uint32_t us);
 /* BLOCKED waits also re-check the value every period_us so that a plain
  * memory write (as a GPU does) is noticed. Default on, 1000 us. Off: a
