@@ -189,6 +189,6 @@ int main(void) {
   free(a);
   free(b);
   hsa_shut_down();
-  printf("%s\n", g_failures == 0 ? "hc_isolation_test: OK" : "hc_isolation_test: FAILED");
+  printf("%s\n", g_failures == 0 ? "hc_isolation: OK" : "hc_isolation: FAILED");
   return g_failures == 0 ? 0 : 1;
 }
