@@ -27,11 +27,7 @@ const HEADERS: &[Header] = &[
         sources: &["src/vmem/abi.rs", "src/ffi/vmem.rs"],
         output: "iree/hal/drivers/amdgpu/util/vmem.h",
     },
-    Header {
-        config: "cbindgen-hostcall.toml",
-        sources: &["src/ffi/hostcall.rs"],
-        output: "rochostcall.hpp",
-    },
+    Header { config: "cbindgen-hostcall.toml", sources: &["src/ffi/hostcall.rs"], output: "rochostcall.hpp" },
 ];
 
 fn main() {
@@ -64,9 +60,8 @@ fn generate(root: &Path, out: &Path, header: &Header, update: bool) {
     for source in &existing {
         builder = builder.with_src(source);
     }
-    let bindings = builder
-        .generate()
-        .unwrap_or_else(|e| panic!("cbindgen failed for {}: {e}", header.output));
+    let bindings =
+        builder.generate().unwrap_or_else(|e| panic!("cbindgen failed for {}: {e}", header.output));
     let generated = out.join(header.output);
     std::fs::create_dir_all(generated.parent().unwrap()).unwrap();
     bindings.write_to_file(&generated);

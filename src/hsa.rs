@@ -45,12 +45,11 @@ pub fn resolve(name: &CStr) -> Result<*mut c_void, String> {
     let library = loaded_library().map_err(|e| {
         format!(
             "HSA runtime not found in the process and {} could not be loaded: {e}",
-            std::env::var(HSA_LIBRARY_ENV).unwrap_or_else(|_| HSA_LIBRARY_SONAME.to_string_lossy().into_owned())
+            std::env::var(HSA_LIBRARY_ENV)
+                .unwrap_or_else(|_| HSA_LIBRARY_SONAME.to_string_lossy().into_owned())
         )
     })?;
-    library
-        .symbol(name)
-        .ok_or_else(|| format!("HSA runtime has no symbol {}", name.to_string_lossy()))
+    library.symbol(name).ok_or_else(|| format!("HSA runtime has no symbol {}", name.to_string_lossy()))
 }
 
 /// Resolves `name` and casts it to the function pointer type `F`.

@@ -14,11 +14,11 @@
 // C-facing names mirror the originals (iree_status_t, hsa_agent_t, ...).
 #![allow(non_camel_case_types)]
 
-pub mod log;
-mod sys;
-pub mod status;
-pub mod hsa;
 pub mod ffi;
+pub mod hsa;
+pub mod log;
+pub mod status;
+mod sys;
 
 #[cfg(feature = "iree-vmem")]
 pub mod vmem;

@@ -27,11 +27,8 @@ pub fn max_level() -> u8 {
     if cached != 0xFF {
         return cached;
     }
-    let level = std::env::var("AMD_LOG_LEVEL")
-        .ok()
-        .and_then(|v| v.trim().parse::<u8>().ok())
-        .unwrap_or(0)
-        .min(4);
+    let level =
+        std::env::var("AMD_LOG_LEVEL").ok().and_then(|v| v.trim().parse::<u8>().ok()).unwrap_or(0).min(4);
     LEVEL.store(level, Ordering::Relaxed);
     level
 }

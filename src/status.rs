@@ -67,9 +67,7 @@ pub fn code_from_hsa(status: hsa_status_t) -> StatusCode {
         | HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP
         | HSA_STATUS_ERROR_INVALID_RUNTIME_STATE => StatusCode::InvalidArgument,
         HSA_STATUS_ERROR_RESOURCE_FREE => StatusCode::Internal,
-        HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS | HSA_STATUS_ERROR_INVALID_ISA => {
-            StatusCode::Incompatible
-        }
+        HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS | HSA_STATUS_ERROR_INVALID_ISA => StatusCode::Incompatible,
         HSA_STATUS_ERROR_OUT_OF_RESOURCES | HSA_STATUS_ERROR_REFCOUNT_OVERFLOW => {
             StatusCode::ResourceExhausted
         }
@@ -99,9 +97,8 @@ impl Error {
     /// An HSA call `symbol` failed with `status`: message shaped like IREE's
     /// wrappers, `[symbol] HSA_STATUS_...: details`.
     pub fn from_hsa(symbol: &str, status: hsa_status_t, details: &str) -> Error {
-        let name = hsa_status_name(status)
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("HSA status {status:#x}"));
+        let name =
+            hsa_status_name(status).map(str::to_owned).unwrap_or_else(|| format!("HSA status {status:#x}"));
         let message = if details.is_empty() {
             format!("[{symbol}] {name}")
         } else {

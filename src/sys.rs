@@ -131,9 +131,8 @@ pub fn pin_object_containing(addr: *const c_void) -> Result<String, String> {
     let path = unsafe { CStr::from_ptr(info.dli_fname) };
     // SAFETY: `path` is NUL-terminated; the flags are valid. NOLOAD never loads
     // anything new: it only adds a reference to (and NODELETE to) our object.
-    let handle = unsafe {
-        libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE)
-    };
+    let handle =
+        unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE) };
     let path = path.to_string_lossy().into_owned();
     if handle.is_null() {
         return Err(format!("dlopen({path}, RTLD_NOLOAD|RTLD_NODELETE): {}", last_dlerror()));

@@ -122,11 +122,7 @@ fn random_case(rng: &mut Rng) -> Case {
         b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => *rng.pick(&["", "", "l", "L"]),
         _ => "",
     };
-    let host_spec = format!(
-        "{spec}{}{}",
-        if length == "L" { "" } else { length },
-        conv as char
-    );
+    let host_spec = format!("{spec}{}{}", if length == "L" { "" } else { length }, conv as char);
     let device_spec = format!("{spec}{length}{}", conv as char);
     let value = match conv {
         b'd' | b'i' | b'o' | b'u' | b'x' | b'X' | b'c' => {
@@ -141,11 +137,7 @@ fn random_case(rng: &mut Rng) -> Case {
                 words.push(raw);
                 HostValue::Long(raw as i64)
             } else {
-                let v = if conv == b'c' {
-                    (raw as c_int) & 0xff
-                } else {
-                    raw as u32 as c_int
-                };
+                let v = if conv == b'c' { (raw as c_int) & 0xff } else { raw as u32 as c_int };
                 words.push(u64::from(v as u32)); // zero-extended, as the device sends it
                 HostValue::Int(v)
             }
@@ -154,18 +146,9 @@ fn random_case(rng: &mut Rng) -> Case {
             let v = match rng.below(6) {
                 0 => f64::from_bits(rng.next()),
                 1 => (rng.next() as i64 as f64) / 1e6,
-                2 => *rng.pick(&[
-                    0.0,
-                    -0.0,
-                    0.5,
-                    1.5,
-                    2.5,
-                    0.125,
-                    1e-310,
-                    f64::INFINITY,
-                    f64::NAN,
-                    -f64::NAN,
-                ]),
+                2 => {
+                    *rng.pick(&[0.0, -0.0, 0.5, 1.5, 2.5, 0.125, 1e-310, f64::INFINITY, f64::NAN, -f64::NAN])
+                }
                 3 => (rng.below(2_000_000) as f64 - 1e6) / 1000.0,
                 4 => f64::from_bits(rng.next() & 0x800F_FFFF_FFFF_FFFF), // subnormals
                 _ => 10f64.powi(rng.below(600) as i32 - 300),
@@ -198,11 +181,7 @@ fn random_case(rng: &mut Rng) -> Case {
             }
         }
         b'p' => {
-            let v = if rng.chance(20) {
-                0
-            } else {
-                rng.next() as usize
-            };
+            let v = if rng.chance(20) { 0 } else { rng.next() as usize };
             words.push(v as u64);
             HostValue::Ptr(v)
         }
@@ -212,13 +191,7 @@ fn random_case(rng: &mut Rng) -> Case {
         }
         _ => HostValue::None,
     };
-    Case {
-        device_fmt: device_spec,
-        host_fmt: host_spec,
-        words,
-        stars,
-        value,
-    }
+    Case { device_fmt: device_spec, host_fmt: host_spec, words, stars, value }
 }
 
 fn host_snprintf(case: &Case, prefix: &str, suffix: &str) -> Vec<u8> {
@@ -250,11 +223,7 @@ fn host_snprintf(case: &Case, prefix: &str, suffix: &str) -> Vec<u8> {
         HostValue::Ptr(p) => call!(*p as *const libc::c_void),
         HostValue::None => call!(),
     };
-    assert!(
-        written >= 0 && (written as usize) < buf.len(),
-        "{}",
-        case.host_fmt
-    );
+    assert!(written >= 0 && (written as usize) < buf.len(), "{}", case.host_fmt);
     buf.truncate(written as usize);
     buf
 }
@@ -266,12 +235,9 @@ fn printf_random_conversions_match_libc_snprintf() {
         let case = random_case(&mut rng);
         let (prefix, suffix) = if i % 3 == 0 { ("<", ">\n") } else { ("", "") };
         let mut words = vec![0u64];
-        words.extend(pack_string(
-            format!("{prefix}{}{suffix}", case.device_fmt).as_bytes(),
-        ));
+        words.extend(pack_string(format!("{prefix}{}{suffix}", case.device_fmt).as_bytes()));
         words.extend_from_slice(&case.words);
-        let ours = format_message(&words, 1 << 20)
-            .unwrap_or_else(|e| panic!("{:?}: {e:?}", case.device_fmt));
+        let ours = format_message(&words, 1 << 20).unwrap_or_else(|e| panic!("{:?}: {e:?}", case.device_fmt));
         let theirs = host_snprintf(&case, prefix, suffix);
         assert_eq!(
             String::from_utf8_lossy(&ours.bytes),

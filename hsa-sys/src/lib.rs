@@ -98,10 +98,7 @@ pub const HSA_STATUS_NAMES: &[(hsa_status_t, &str)] = &[
 
 /// The spelling of a status, or `None` for a value HSA does not define.
 pub fn hsa_status_name(status: hsa_status_t) -> Option<&'static str> {
-    HSA_STATUS_NAMES
-        .iter()
-        .find(|(value, _)| *value == status)
-        .map(|(_, name)| *name)
+    HSA_STATUS_NAMES.iter().find(|(value, _)| *value == status).map(|(_, name)| *name)
 }
 
 //===----------------------------------------------------------------------===//
@@ -178,8 +175,7 @@ pub type hsa_amd_memory_pool_global_flag_t = u32;
 pub const HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT: hsa_amd_memory_pool_global_flag_t = 1;
 pub const HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED: hsa_amd_memory_pool_global_flag_t = 2;
 pub const HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED: hsa_amd_memory_pool_global_flag_t = 4;
-pub const HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED:
-    hsa_amd_memory_pool_global_flag_t = 8;
+pub const HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED: hsa_amd_memory_pool_global_flag_t = 8;
 
 /// `hsa_access_permission_t`
 pub type hsa_access_permission_t = u32;
@@ -249,8 +245,7 @@ pub type pfn_hsa_amd_vmem_address_reserve_align = unsafe extern "C" fn(
     alignment: u64,
     flags: u64,
 ) -> hsa_status_t;
-pub type pfn_hsa_amd_vmem_address_free =
-    unsafe extern "C" fn(va: *mut c_void, size: usize) -> hsa_status_t;
+pub type pfn_hsa_amd_vmem_address_free = unsafe extern "C" fn(va: *mut c_void, size: usize) -> hsa_status_t;
 pub type pfn_hsa_amd_vmem_handle_create = unsafe extern "C" fn(
     pool: hsa_amd_memory_pool_t,
     size: usize,
@@ -292,8 +287,7 @@ pub type pfn_hsa_signal_wait = unsafe extern "C" fn(
     timeout_hint: u64,
     wait_state_hint: hsa_wait_state_t,
 ) -> hsa_signal_value_t;
-pub type pfn_hsa_system_get_info =
-    unsafe extern "C" fn(attribute: u32, value: *mut c_void) -> hsa_status_t;
+pub type pfn_hsa_system_get_info = unsafe extern "C" fn(attribute: u32, value: *mut c_void) -> hsa_status_t;
 
 /// `HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY`: ticks per second of wait timeouts.
 pub const HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY: u32 = 3;

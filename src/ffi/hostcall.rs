@@ -45,7 +45,11 @@ pub extern "C" fn getHostcallBufferAlignment() -> u32 {
 ///   protocol may access it.
 /// * `queue`: any value; never dereferenced.
 #[no_mangle]
-pub unsafe extern "C" fn enableHostcalls(buffer: *mut c_void, num_packets: u32, queue: *const c_void) -> bool {
+pub unsafe extern "C" fn enableHostcalls(
+    buffer: *mut c_void,
+    num_packets: u32,
+    queue: *const c_void,
+) -> bool {
     crate::ffi_boundary!("enableHostcalls", {
         // SAFETY: forwarded caller contract (see `# Safety`).
         match unsafe { hostcall::enable(buffer, num_packets, queue) } {
@@ -80,7 +84,13 @@ pub unsafe extern "C" fn enableHostcalls(buffer: *mut c_void, num_packets: u32, 
 pub unsafe extern "C" fn disableHostcalls(buffer: *mut c_void, queue: *const c_void) {
     crate::ffi_boundary!("disableHostcalls", {
         if let Err(error) = hostcall::disable(buffer, queue) {
-            crate::log!(Level::Warning, "disableHostcalls(buffer={:p}, queue={:p}): {}", buffer, queue, error);
+            crate::log!(
+                Level::Warning,
+                "disableHostcalls(buffer={:p}, queue={:p}): {}",
+                buffer,
+                queue,
+                error
+            );
         }
     })
 }
@@ -109,7 +119,11 @@ pub extern "C" fn getHostcallBufferAlignment_cxx() -> u32 {
 /// As `enableHostcalls`.
 /// cbindgen:ignore
 #[export_name = "_Z15enableHostcallsPvjPKv"]
-pub unsafe extern "C" fn enableHostcalls_cxx(buffer: *mut c_void, num_packets: u32, queue: *const c_void) -> bool {
+pub unsafe extern "C" fn enableHostcalls_cxx(
+    buffer: *mut c_void,
+    num_packets: u32,
+    queue: *const c_void,
+) -> bool {
     // SAFETY: same contract, forwarded.
     unsafe { enableHostcalls(buffer, num_packets, queue) }
 }

@@ -10,8 +10,7 @@
 use core::ptr::NonNull;
 
 use hsa_sys::{
-    hsa_agent_t, hsa_amd_memory_access_desc_t, hsa_amd_memory_pool_global_flag_t,
-    hsa_amd_memory_pool_t,
+    hsa_agent_t, hsa_amd_memory_access_desc_t, hsa_amd_memory_pool_global_flag_t, hsa_amd_memory_pool_t,
 };
 
 use crate::log::Level;
@@ -28,10 +27,7 @@ use crate::vmem::{pool, ringbuffer, topology};
 fn out_ptr<T>(ptr: Option<NonNull<T>>, name: &str) -> Result<NonNull<T>> {
     let ptr = ptr.ok_or_else(|| Error::invalid_argument(format!("{name} must not be NULL")))?;
     if !ptr.as_ptr().is_aligned() {
-        return Err(Error::invalid_argument(format!(
-            "{name} {:p} is misaligned",
-            ptr.as_ptr()
-        )));
+        return Err(Error::invalid_argument(format!("{name} {:p} is misaligned", ptr.as_ptr())));
     }
     Ok(ptr)
 }
@@ -41,10 +37,7 @@ fn in_ptr<T>(ptr: *const T, name: &str, align: usize) -> Result<NonNull<T>> {
     let ptr = NonNull::new(ptr.cast_mut())
         .ok_or_else(|| Error::invalid_argument(format!("{name} must not be NULL")))?;
     if (ptr.as_ptr() as usize) % align != 0 {
-        return Err(Error::invalid_argument(format!(
-            "{name} {:p} is misaligned",
-            ptr.as_ptr()
-        )));
+        return Err(Error::invalid_argument(format!("{name} {:p} is misaligned", ptr.as_ptr())));
     }
     Ok(ptr)
 }
@@ -57,9 +50,7 @@ fn hsa_from(libhsa: NonNull<iree_hal_amdgpu_libhsa_t>, needed: &[Func]) -> Resul
     functions.require(needed)
 }
 
-fn libhsa_arg(
-    libhsa: *const iree_hal_amdgpu_libhsa_t,
-) -> Result<NonNull<iree_hal_amdgpu_libhsa_t>> {
+fn libhsa_arg(libhsa: *const iree_hal_amdgpu_libhsa_t) -> Result<NonNull<iree_hal_amdgpu_libhsa_t>> {
     in_ptr(libhsa, "libhsa", LIBHSA_ALIGN)
 }
 
@@ -200,14 +191,9 @@ fn initialize(
     let descs: &[hsa_amd_memory_access_desc_t] = if access_desc_count == 0 {
         &[]
     } else {
-        let ptr = in_ptr(
-            access_descs,
-            "access_descs",
-            core::mem::align_of::<hsa_amd_memory_access_desc_t>(),
-        )?;
-        if access_desc_count
-            > isize::MAX as usize / core::mem::size_of::<hsa_amd_memory_access_desc_t>()
-        {
+        let ptr =
+            in_ptr(access_descs, "access_descs", core::mem::align_of::<hsa_amd_memory_access_desc_t>())?;
+        if access_desc_count > isize::MAX as usize / core::mem::size_of::<hsa_amd_memory_access_desc_t>() {
             return Err(Error::invalid_argument(format!(
                 "access_desc_count {access_desc_count} is too large"
             )));
@@ -274,11 +260,7 @@ fn initialize_with_topology(
 ) -> Result<()> {
     let out = zeroed_out(out_ringbuffer)?;
     let libhsa = libhsa_arg(libhsa)?;
-    let topology = in_ptr(
-        topology,
-        "topology",
-        core::mem::align_of::<iree_hal_amdgpu_topology_t>(),
-    )?;
+    let topology = in_ptr(topology, "topology", core::mem::align_of::<iree_hal_amdgpu_topology_t>())?;
     // SAFETY: non-NULL and aligned; the contract says it is a readable
     // topology, unchanged during the call; every bit pattern is a valid value.
     let topology = unsafe { topology.as_ref() };
@@ -316,21 +298,18 @@ pub unsafe extern "C" fn iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topolog
     access_mode: iree_hal_amdgpu_vmem_access_mode_t,
     out_ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
 ) -> iree_status_t {
-    ffi_boundary!(
-        "iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology",
-        {
-            to_iree_status(initialize_with_topology(
-                libhsa,
-                local_agent,
-                memory_pool,
-                memory_type,
-                min_capacity,
-                topology,
-                access_mode,
-                out_ringbuffer,
-            ))
-        }
-    )
+    ffi_boundary!("iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology", {
+        to_iree_status(initialize_with_topology(
+            libhsa,
+            local_agent,
+            memory_pool,
+            memory_type,
+            min_capacity,
+            topology,
+            access_mode,
+            out_ringbuffer,
+        ))
+    })
 }
 
 fn deinitialize(
@@ -365,11 +344,7 @@ pub unsafe extern "C" fn iree_hal_amdgpu_vmem_ringbuffer_deinitialize(
 ) {
     ffi_boundary!("iree_hal_amdgpu_vmem_ringbuffer_deinitialize", {
         if let Err(error) = deinitialize(libhsa, ringbuffer) {
-            crate::log!(
-                Level::Error,
-                "iree_hal_amdgpu_vmem_ringbuffer_deinitialize: {}",
-                error.message
-            );
+            crate::log!(Level::Error, "iree_hal_amdgpu_vmem_ringbuffer_deinitialize: {}", error.message);
         }
     })
 }

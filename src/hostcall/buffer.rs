@@ -236,9 +236,7 @@ mod model {
                     activemask: AtomicU64::new(0),
                     service: AtomicU32::new(0),
                     control: AtomicU32::new(0),
-                    slots: (0..lanes as usize * layout::SLOT_WORDS)
-                        .map(|_| UnsafeCell::new(0))
-                        .collect(),
+                    slots: (0..lanes as usize * layout::SLOT_WORDS).map(|_| UnsafeCell::new(0)).collect(),
                 })
                 .collect();
             DeviceBuffer {

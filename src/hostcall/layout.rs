@@ -133,10 +133,7 @@ pub const fn headers_offset() -> usize {
 /// Offset of payload 0: the end of the `n` packet headers rounded up to the
 /// payload's alignment.
 pub const fn payloads_offset(packets: u32) -> usize {
-    align_up(
-        headers_offset() + packets as usize * size_of::<PacketHeader>(),
-        align_of::<Payload>(),
-    )
+    align_up(headers_offset() + packets as usize * size_of::<PacketHeader>(), align_of::<Payload>())
 }
 
 /// Bytes a buffer of `packets` packets occupies (`getHostcallBufferSize`).

@@ -165,10 +165,8 @@ impl SignalApi {
             c"hsa_signal_load_scacquire",
             c"hsa_signal_load_acquire",
         ])?;
-        let add = resolve_first::<pfn_hsa_signal_add>(&[
-            c"hsa_signal_add_screlease",
-            c"hsa_signal_add_release",
-        ])?;
+        let add =
+            resolve_first::<pfn_hsa_signal_add>(&[c"hsa_signal_add_screlease", c"hsa_signal_add_release"])?;
         let wait = resolve_first::<pfn_hsa_signal_wait>(&[
             c"hsa_signal_wait_scacquire",
             c"hsa_signal_wait_acquire",
@@ -525,9 +523,7 @@ fn scan(shared: &Shared, snapshot: &[Arc<Entry>], role: Role, handoff: bool) -> 
         let marked_slow = entry.is_slow();
         let mine = match role {
             Role::Helper => marked_slow,
-            Role::Main => {
-                !marked_slow || *helper_stuck.get_or_insert_with(|| shared.helper_stuck())
-            }
+            Role::Main => !marked_slow || *helper_stuck.get_or_insert_with(|| shared.helper_stuck()),
         };
         if !mine {
             continue;
@@ -658,9 +654,8 @@ fn start_helper(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
     let result = std::thread::Builder::new().name("amdgpu-hc-slow".into()).spawn(move || {
         let _ = CURRENT.try_with(|c| c.set(Arc::as_ptr(&helper_shared) as usize));
         while !helper_shared.should_stop() {
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run(&helper_shared, Role::Helper)
-            })) {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&helper_shared, Role::Helper)))
+            {
                 Ok(()) => break,
                 Err(payload) => crate::log!(
                     Level::Error,

@@ -25,17 +25,17 @@ mod protocol;
 #[cfg(loom)]
 pub mod protocol;
 
-#[cfg(not(loom))]
-pub mod printf;
-#[cfg(not(loom))]
-mod service;
-#[cfg(not(loom))]
-mod listener;
-#[cfg(not(loom))]
-mod registry;
 /// Benchmark-only baseline listener strategy (`bench-baseline` feature).
 #[cfg(all(feature = "bench-baseline", not(loom)))]
 mod baseline;
+#[cfg(not(loom))]
+mod listener;
+#[cfg(not(loom))]
+pub mod printf;
+#[cfg(not(loom))]
+mod registry;
+#[cfg(not(loom))]
+mod service;
 
 #[cfg(not(loom))]
 pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};

@@ -39,9 +39,7 @@ pub struct Services {
 
 impl Services {
     pub fn new() -> Services {
-        let panic_service = std::env::var(PANIC_SERVICE_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok());
+        let panic_service = std::env::var(PANIC_SERVICE_ENV).ok().and_then(|v| v.trim().parse::<u32>().ok());
         Services { printf: PrintfService::new(), unknown_logged: spin::Mutex::new(Vec::new()), panic_service }
     }
 
@@ -149,7 +147,16 @@ mod tests {
     #[test]
     fn function_call_passes_seven_inputs_and_returns_two_words() {
         let services = Services::new();
-        let mut slot = [sum_and_xor as unsafe extern "C" fn(*mut u64, *const u64) as usize as u64, 3, 5, 7, 11, 13, 17, 19];
+        let mut slot = [
+            sum_and_xor as unsafe extern "C" fn(*mut u64, *const u64) as usize as u64,
+            3,
+            5,
+            7,
+            11,
+            13,
+            17,
+            19,
+        ];
         services.serve_lane(0x1000, SERVICE_FUNCTION_CALL, 0, &mut slot);
         assert_eq!(slot[0], 75, "sum of the 7 inputs");
         assert_eq!(slot[1], 5, "xor of the 7 inputs");
@@ -178,7 +185,8 @@ mod tests {
         services.serve_lane(0x1000, 9, 0, &mut slot);
         assert_eq!(slot[0], ERROR_VALUE);
         // The service object is still usable.
-        let mut slot = [sum_and_xor as unsafe extern "C" fn(*mut u64, *const u64) as usize as u64, 1, 1, 1, 1, 1, 1, 1];
+        let mut slot =
+            [sum_and_xor as unsafe extern "C" fn(*mut u64, *const u64) as usize as u64, 1, 1, 1, 1, 1, 1, 1];
         services.serve_lane(0x1000, SERVICE_FUNCTION_CALL, 0, &mut slot);
         assert_eq!(slot[0], 7);
     }

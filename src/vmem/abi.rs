@@ -109,12 +109,9 @@ impl iree_hal_amdgpu_vmem_memory_type_e {
     /// The memory type with C value `raw`, or `None` for a value the enum does not define.
     pub fn from_raw(raw: u32) -> Option<Self> {
         use iree_hal_amdgpu_vmem_memory_type_e::*;
-        [
-            IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT,
-            IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_PINNED_HOST,
-        ]
-        .into_iter()
-        .find(|ty| *ty as u32 == raw)
+        [IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_PINNED_HOST]
+            .into_iter()
+            .find(|ty| *ty as u32 == raw)
     }
 
     /// The HSA allocation type passed to `hsa_amd_vmem_handle_create`.
@@ -163,18 +160,9 @@ pub struct iree_hal_amdgpu_vmem_ringbuffer_t {
 
 const_assert_eq!(size_of::<iree_hal_amdgpu_vmem_ringbuffer_t>(), 32);
 const_assert_eq!(offset_of!(iree_hal_amdgpu_vmem_ringbuffer_t, capacity), 0);
-const_assert_eq!(
-    offset_of!(iree_hal_amdgpu_vmem_ringbuffer_t, alloc_handle),
-    8
-);
-const_assert_eq!(
-    offset_of!(iree_hal_amdgpu_vmem_ringbuffer_t, va_base_ptr),
-    16
-);
-const_assert_eq!(
-    offset_of!(iree_hal_amdgpu_vmem_ringbuffer_t, ring_base_ptr),
-    24
-);
+const_assert_eq!(offset_of!(iree_hal_amdgpu_vmem_ringbuffer_t, alloc_handle), 8);
+const_assert_eq!(offset_of!(iree_hal_amdgpu_vmem_ringbuffer_t, va_base_ptr), 16);
+const_assert_eq!(offset_of!(iree_hal_amdgpu_vmem_ringbuffer_t, ring_base_ptr), 24);
 
 impl iree_hal_amdgpu_vmem_ringbuffer_t {
     /// The empty ringbuffer (all zero).
@@ -225,20 +213,11 @@ const_assert_eq!(size_of::<iree_hal_amdgpu_topology_t>(), 2144);
 const_assert_eq!(align_of::<iree_hal_amdgpu_topology_t>(), 8);
 const_assert_eq!(offset_of!(iree_hal_amdgpu_topology_t, all_agent_count), 0);
 const_assert_eq!(offset_of!(iree_hal_amdgpu_topology_t, all_agents), 8);
-const_assert_eq!(
-    offset_of!(iree_hal_amdgpu_topology_t, cpu_agent_count),
-    1032
-);
+const_assert_eq!(offset_of!(iree_hal_amdgpu_topology_t, cpu_agent_count), 1032);
 const_assert_eq!(offset_of!(iree_hal_amdgpu_topology_t, cpu_agents), 1040);
-const_assert_eq!(
-    offset_of!(iree_hal_amdgpu_topology_t, gpu_agent_count),
-    1552
-);
+const_assert_eq!(offset_of!(iree_hal_amdgpu_topology_t, gpu_agent_count), 1552);
 const_assert_eq!(offset_of!(iree_hal_amdgpu_topology_t, gpu_agents), 1560);
-const_assert_eq!(
-    offset_of!(iree_hal_amdgpu_topology_t, gpu_agent_queue_count),
-    2072
-);
+const_assert_eq!(offset_of!(iree_hal_amdgpu_topology_t, gpu_agent_queue_count), 2072);
 const_assert_eq!(offset_of!(iree_hal_amdgpu_topology_t, gpu_cpu_map), 2080);
 
 //===----------------------------------------------------------------------===//
@@ -286,14 +265,8 @@ mod tests {
         }
         assert_eq!(AccessMode::from_raw(4), None);
         assert_eq!(AccessMode::from_raw(u32::MAX), None);
-        assert_eq!(
-            MemoryType::from_raw(0).map(MemoryType::to_hsa),
-            Some(hsa_sys::MEMORY_TYPE_NONE)
-        );
-        assert_eq!(
-            MemoryType::from_raw(1).map(MemoryType::to_hsa),
-            Some(hsa_sys::MEMORY_TYPE_PINNED)
-        );
+        assert_eq!(MemoryType::from_raw(0).map(MemoryType::to_hsa), Some(hsa_sys::MEMORY_TYPE_NONE));
+        assert_eq!(MemoryType::from_raw(1).map(MemoryType::to_hsa), Some(hsa_sys::MEMORY_TYPE_PINNED));
         assert_eq!(MemoryType::from_raw(2), None);
         assert_eq!(MemoryType::from_raw(0x8000_0000), None);
     }

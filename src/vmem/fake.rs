@@ -38,18 +38,12 @@ impl FakeHsa {
     pub fn with_pools(pools: Vec<FakePool>) -> FakeHsa {
         FakeHsa {
             pools,
-            state: RefCell::new(State {
-                next_va: 0x7000_0000_0000,
-                next_handle: 1,
-                ..State::default()
-            }),
+            state: RefCell::new(State { next_va: 0x7000_0000_0000, next_handle: 1, ..State::default() }),
         }
     }
 
     pub fn pool_handle(index: usize) -> hsa_amd_memory_pool_t {
-        hsa_amd_memory_pool_t {
-            handle: 0x100 + index as u64,
-        }
+        hsa_amd_memory_pool_t { handle: 0x100 + index as u64 }
     }
 
     pub fn fail_nth(&self, function: &'static str, nth: usize, status: hsa_status_t) {
@@ -63,12 +57,7 @@ impl FakeHsa {
     }
 
     pub fn count(&self, function: &str) -> usize {
-        self.state
-            .borrow()
-            .calls
-            .iter()
-            .filter(|c| c.0 == function)
-            .count()
+        self.state.borrow().calls.iter().filter(|c| c.0 == function).count()
     }
 
     pub fn failures(&self) -> usize {
@@ -86,11 +75,7 @@ impl FakeHsa {
         let mut s = self.state.borrow_mut();
         s.calls.push((function, args));
         let n = s.calls.iter().filter(|c| c.0 == function).count();
-        let fault = s
-            .faults
-            .iter()
-            .find(|f| f.0 == function && f.1 == n)
-            .map(|f| f.2);
+        let fault = s.faults.iter().find(|f| f.0 == function && f.1 == n).map(|f| f.2);
         if fault.is_some() {
             s.failures += 1;
         }
@@ -108,10 +93,7 @@ impl VmemApi for FakeHsa {
         pool: hsa_amd_memory_pool_t,
         attribute: hsa_amd_memory_pool_info_t,
     ) -> (hsa_status_t, [u8; 8]) {
-        if let Some(st) = self.enter(
-            "hsa_amd_memory_pool_get_info",
-            [pool.handle, attribute as u64, 0, 0],
-        ) {
+        if let Some(st) = self.enter("hsa_amd_memory_pool_get_info", [pool.handle, attribute as u64, 0, 0]) {
             return (st, [0; 8]);
         }
         let Some(p) = self.pool(pool) else {
@@ -132,10 +114,7 @@ impl VmemApi for FakeHsa {
         agent: hsa_agent_t,
         callback: &mut dyn FnMut(hsa_amd_memory_pool_t) -> hsa_status_t,
     ) -> hsa_status_t {
-        if let Some(st) = self.enter(
-            "hsa_amd_agent_iterate_memory_pools",
-            [agent.handle, 0, 0, 0],
-        ) {
+        if let Some(st) = self.enter("hsa_amd_agent_iterate_memory_pools", [agent.handle, 0, 0, 0]) {
             return st;
         }
         for i in 0..self.pools.len() {
@@ -148,10 +127,7 @@ impl VmemApi for FakeHsa {
     }
 
     fn address_reserve_align(&self, size: usize, alignment: u64) -> (hsa_status_t, *mut c_void) {
-        if let Some(st) = self.enter(
-            "hsa_amd_vmem_address_reserve_align",
-            [size as u64, alignment, 0, 0],
-        ) {
+        if let Some(st) = self.enter("hsa_amd_vmem_address_reserve_align", [size as u64, alignment, 0, 0]) {
             return (st, core::ptr::null_mut());
         }
         let mut s = self.state.borrow_mut();
@@ -166,17 +142,10 @@ impl VmemApi for FakeHsa {
             return st;
         }
         let mut s = self.state.borrow_mut();
-        let Some(i) = s
-            .reservations
-            .iter()
-            .position(|r| *r == (va as u64, size as u64))
-        else {
+        let Some(i) = s.reservations.iter().position(|r| *r == (va as u64, size as u64)) else {
             return HSA_STATUS_ERROR_INVALID_ARGUMENT;
         };
-        if s.mappings
-            .iter()
-            .any(|m| m.0 >= va as u64 && m.0 < va as u64 + size as u64)
-        {
+        if s.mappings.iter().any(|m| m.0 >= va as u64 && m.0 < va as u64 + size as u64) {
             return HSA_STATUS_ERROR_RESOURCE_FREE;
         }
         s.reservations.remove(i);
@@ -190,20 +159,16 @@ impl VmemApi for FakeHsa {
         memory_type: hsa_amd_memory_type_t,
     ) -> (hsa_status_t, hsa_amd_vmem_alloc_handle_t) {
         let none = hsa_amd_vmem_alloc_handle_t::default();
-        if let Some(st) = self.enter(
-            "hsa_amd_vmem_handle_create",
-            [pool.handle, size as u64, memory_type as u64, 0],
-        ) {
+        if let Some(st) =
+            self.enter("hsa_amd_vmem_handle_create", [pool.handle, size as u64, memory_type as u64, 0])
+        {
             return (st, none);
         }
         let mut s = self.state.borrow_mut();
         let h = s.next_handle;
         s.next_handle += 1;
         s.handles.push(h);
-        (
-            HSA_STATUS_SUCCESS,
-            hsa_amd_vmem_alloc_handle_t { handle: h },
-        )
+        (HSA_STATUS_SUCCESS, hsa_amd_vmem_alloc_handle_t { handle: h })
     }
 
     fn handle_release(&self, handle: hsa_amd_vmem_alloc_handle_t) -> hsa_status_t {
@@ -220,16 +185,8 @@ impl VmemApi for FakeHsa {
         }
     }
 
-    fn map(
-        &self,
-        va: *mut c_void,
-        size: usize,
-        handle: hsa_amd_vmem_alloc_handle_t,
-    ) -> hsa_status_t {
-        if let Some(st) = self.enter(
-            "hsa_amd_vmem_map",
-            [va as u64, size as u64, handle.handle, 0],
-        ) {
+    fn map(&self, va: *mut c_void, size: usize, handle: hsa_amd_vmem_alloc_handle_t) -> hsa_status_t {
+        if let Some(st) = self.enter("hsa_amd_vmem_map", [va as u64, size as u64, handle.handle, 0]) {
             return st;
         }
         let mut s = self.state.borrow_mut();
@@ -245,11 +202,7 @@ impl VmemApi for FakeHsa {
             return st;
         }
         let mut s = self.state.borrow_mut();
-        match s
-            .mappings
-            .iter()
-            .position(|m| *m == (va as u64, size as u64))
-        {
+        match s.mappings.iter().position(|m| *m == (va as u64, size as u64)) {
             Some(i) => {
                 s.mappings.remove(i);
                 HSA_STATUS_SUCCESS
@@ -265,10 +218,9 @@ impl VmemApi for FakeHsa {
         size: usize,
         descs: &[hsa_amd_memory_access_desc_t],
     ) -> hsa_status_t {
-        if let Some(st) = self.enter(
-            "hsa_amd_vmem_set_access",
-            [va as u64, size as u64, descs.len() as u64, 0],
-        ) {
+        if let Some(st) =
+            self.enter("hsa_amd_vmem_set_access", [va as u64, size as u64, descs.len() as u64, 0])
+        {
             return st;
         }
         HSA_STATUS_SUCCESS

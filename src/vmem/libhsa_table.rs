@@ -116,11 +116,7 @@ pub const INITIALIZE_FUNCS: &[Func] = &[
     Func::VmemAddressFree,
 ];
 /// What releasing a ringbuffer needs.
-pub const DEINITIALIZE_FUNCS: &[Func] = &[
-    Func::VmemUnmap,
-    Func::VmemHandleRelease,
-    Func::VmemAddressFree,
-];
+pub const DEINITIALIZE_FUNCS: &[Func] = &[Func::VmemUnmap, Func::VmemHandleRelease, Func::VmemAddressFree];
 
 /// A C function pointer of unknown signature, as read from a table slot.
 pub type RawFn = unsafe extern "C" fn();
@@ -188,11 +184,8 @@ pub fn scan_slots(
     mut read_slot: impl FnMut(usize) -> Option<RawFn>,
     mut identify: impl FnMut(RawFn) -> Option<Func>,
 ) -> Scan {
-    let mut scan = Scan {
-        functions: Functions::default(),
-        slots: [None; FUNC_COUNT],
-        read: Vec::with_capacity(48),
-    };
+    let mut scan =
+        Scan { functions: Functions::default(), slots: [None; FUNC_COUNT], read: Vec::with_capacity(48) };
     let mut found = 0;
     for index in 0..limit.min(MAX_SCAN_SLOTS) {
         let slot = read_slot(index);
@@ -223,22 +216,13 @@ fn identify_by_symbol(ptr: RawFn) -> Option<Func> {
 /// # Safety
 /// `table` is an 8-aligned pointer to a dynamic-mode `iree_hal_amdgpu_libhsa_t`
 /// and `index < MAX_SCAN_SLOTS`, so the slot lies inside the struct (module docs).
-unsafe fn read_slot(
-    table: *const crate::vmem::abi::iree_hal_amdgpu_libhsa_t,
-    index: usize,
-) -> Option<RawFn> {
+unsafe fn read_slot(table: *const crate::vmem::abi::iree_hal_amdgpu_libhsa_t, index: usize) -> Option<RawFn> {
     debug_assert!(index < MAX_SCAN_SLOTS);
     let offset = crate::vmem::abi::LIBHSA_FIRST_SLOT_OFFSET + index * core::mem::size_of::<RawFn>();
     // SAFETY: per the function contract the slot is inside the caller's struct
     // and aligned; every pointer-sized bit pattern is a valid `Option<fn>`
     // (NULL is `None`), and the pointer is only called once identified.
-    unsafe {
-        table
-            .cast::<u8>()
-            .add(offset)
-            .cast::<Option<RawFn>>()
-            .read()
-    }
+    unsafe { table.cast::<u8>().add(offset).cast::<Option<RawFn>>().read() }
 }
 
 //===----------------------------------------------------------------------===//
@@ -263,10 +247,7 @@ struct Cache {
 }
 
 #[cfg(not(feature = "libhsa-static"))]
-static CACHE: spin::Mutex<Cache> = spin::Mutex::new(Cache {
-    entries: Vec::new(),
-    next_victim: 0,
-});
+static CACHE: spin::Mutex<Cache> = spin::Mutex::new(Cache { entries: Vec::new(), next_victim: 0 });
 
 /// Identifies the functions of the caller's table (cached).
 ///
@@ -275,37 +256,26 @@ static CACHE: spin::Mutex<Cache> = spin::Mutex::new(Cache {
 /// `iree_hal_amdgpu_libhsa_t` (any IREE version) that stays valid and
 /// unchanged during the call.
 #[cfg(not(feature = "libhsa-static"))]
-pub unsafe fn functions_for_table(
-    table: *const crate::vmem::abi::iree_hal_amdgpu_libhsa_t,
-) -> Functions {
+pub unsafe fn functions_for_table(table: *const crate::vmem::abi::iree_hal_amdgpu_libhsa_t) -> Functions {
     let key = table as usize;
     // SAFETY (for every read_slot call below): the caller guarantees the table
     // contract, and every index is below MAX_SCAN_SLOTS.
     {
         let cache = CACHE.lock();
         if let Some(entry) = cache.entries.iter().find(|e| e.table == key) {
-            let unchanged = entry
-                .scan
-                .read
-                .iter()
-                .enumerate()
-                .all(|(index, value)| {
-                    // SAFETY: see above; `entry.scan.read` has at most
-                    // MAX_SCAN_SLOTS entries.
-                    let now = unsafe { read_slot(table, index) };
-                    now.map(|f| f as usize) == value.map(|f| f as usize)
-                });
+            let unchanged = entry.scan.read.iter().enumerate().all(|(index, value)| {
+                // SAFETY: see above; `entry.scan.read` has at most
+                // MAX_SCAN_SLOTS entries.
+                let now = unsafe { read_slot(table, index) };
+                now.map(|f| f as usize) == value.map(|f| f as usize)
+            });
             if unchanged {
                 return entry.scan.functions;
             }
         }
     }
     // SAFETY: see above; scan_slots never asks for an index >= MAX_SCAN_SLOTS.
-    let scan = scan_slots(
-        MAX_SCAN_SLOTS,
-        |index| unsafe { read_slot(table, index) },
-        identify_by_symbol,
-    );
+    let scan = scan_slots(MAX_SCAN_SLOTS, |index| unsafe { read_slot(table, index) }, identify_by_symbol);
     for func in Func::ALL {
         match scan.slots[func as usize] {
             Some(slot) => crate::log!(
@@ -340,9 +310,7 @@ pub unsafe fn functions_for_table(
 /// # Safety
 /// None beyond the caller's general contract (`table` is not read).
 #[cfg(feature = "libhsa-static")]
-pub unsafe fn functions_for_table(
-    _table: *const crate::vmem::abi::iree_hal_amdgpu_libhsa_t,
-) -> Functions {
+pub unsafe fn functions_for_table(_table: *const crate::vmem::abi::iree_hal_amdgpu_libhsa_t) -> Functions {
     static RESOLVED: std::sync::OnceLock<Functions> = std::sync::OnceLock::new();
     *RESOLVED.get_or_init(|| {
         let mut functions = Functions::default();
@@ -390,12 +358,7 @@ pub trait VmemApi {
         memory_type: hsa_amd_memory_type_t,
     ) -> (hsa_status_t, hsa_amd_vmem_alloc_handle_t);
     fn handle_release(&self, handle: hsa_amd_vmem_alloc_handle_t) -> hsa_status_t;
-    fn map(
-        &self,
-        va: *mut c_void,
-        size: usize,
-        handle: hsa_amd_vmem_alloc_handle_t,
-    ) -> hsa_status_t;
+    fn map(&self, va: *mut c_void, size: usize, handle: hsa_amd_vmem_alloc_handle_t) -> hsa_status_t;
     fn unmap(&self, va: *mut c_void, size: usize) -> hsa_status_t;
     fn set_access(
         &self,
@@ -441,10 +404,7 @@ struct IterateState<'a> {
 
 /// The C trampoline handed to `hsa_amd_agent_iterate_memory_pools`. A panic
 /// never unwinds into the HSA runtime: it is caught and stops the iteration.
-unsafe extern "C" fn iterate_trampoline(
-    pool: hsa_amd_memory_pool_t,
-    data: *mut c_void,
-) -> hsa_status_t {
+unsafe extern "C" fn iterate_trampoline(pool: hsa_amd_memory_pool_t, data: *mut c_void) -> hsa_status_t {
     // SAFETY: `data` is the `IterateState` passed by `Hsa::iterate_pools`,
     // alive and exclusively ours for the duration of the iteration call.
     let state = unsafe { &mut *data.cast::<IterateState<'_>>() };
@@ -467,11 +427,7 @@ impl VmemApi for Hsa {
         pool: hsa_amd_memory_pool_t,
         attribute: hsa_amd_memory_pool_info_t,
     ) -> (hsa_status_t, [u8; 8]) {
-        let Some(f) = typed!(
-            self,
-            Func::MemoryPoolGetInfo,
-            pfn_hsa_amd_memory_pool_get_info
-        ) else {
+        let Some(f) = typed!(self, Func::MemoryPoolGetInfo, pfn_hsa_amd_memory_pool_get_info) else {
             return (MISSING, [0; 8]);
         };
         // Every attribute we query is at most 8 bytes (bool, u32, size_t); a
@@ -487,26 +443,15 @@ impl VmemApi for Hsa {
         agent: hsa_agent_t,
         callback: &mut dyn FnMut(hsa_amd_memory_pool_t) -> hsa_status_t,
     ) -> hsa_status_t {
-        let Some(f) = typed!(
-            self,
-            Func::AgentIterateMemoryPools,
-            pfn_hsa_amd_agent_iterate_memory_pools
-        ) else {
+        let Some(f) = typed!(self, Func::AgentIterateMemoryPools, pfn_hsa_amd_agent_iterate_memory_pools)
+        else {
             return MISSING;
         };
-        let mut state = IterateState {
-            callback,
-            panicked: false,
-        };
+        let mut state = IterateState { callback, panicked: false };
         // SAFETY: identified function; the trampoline matches the callback
         // signature and `state` outlives the call (HSA calls back only during it).
-        let status = unsafe {
-            f(
-                agent,
-                Some(iterate_trampoline),
-                (&mut state as *mut IterateState<'_>).cast(),
-            )
-        };
+        let status =
+            unsafe { f(agent, Some(iterate_trampoline), (&mut state as *mut IterateState<'_>).cast()) };
         if state.panicked {
             std::panic::panic_any("pool iteration callback panicked");
         }
@@ -514,11 +459,8 @@ impl VmemApi for Hsa {
     }
 
     fn address_reserve_align(&self, size: usize, alignment: u64) -> (hsa_status_t, *mut c_void) {
-        let Some(f) = typed!(
-            self,
-            Func::VmemAddressReserveAlign,
-            pfn_hsa_amd_vmem_address_reserve_align
-        ) else {
+        let Some(f) = typed!(self, Func::VmemAddressReserveAlign, pfn_hsa_amd_vmem_address_reserve_align)
+        else {
             return (MISSING, core::ptr::null_mut());
         };
         let mut va: *mut c_void = core::ptr::null_mut();
@@ -551,23 +493,14 @@ impl VmemApi for Hsa {
     }
 
     fn handle_release(&self, handle: hsa_amd_vmem_alloc_handle_t) -> hsa_status_t {
-        let Some(f) = typed!(
-            self,
-            Func::VmemHandleRelease,
-            pfn_hsa_amd_vmem_handle_release
-        ) else {
+        let Some(f) = typed!(self, Func::VmemHandleRelease, pfn_hsa_amd_vmem_handle_release) else {
             return MISSING;
         };
         // SAFETY: identified function; plain value arguments.
         unsafe { f(handle) }
     }
 
-    fn map(
-        &self,
-        va: *mut c_void,
-        size: usize,
-        handle: hsa_amd_vmem_alloc_handle_t,
-    ) -> hsa_status_t {
+    fn map(&self, va: *mut c_void, size: usize, handle: hsa_amd_vmem_alloc_handle_t) -> hsa_status_t {
         let Some(f) = typed!(self, Func::VmemMap, pfn_hsa_amd_vmem_map) else {
             return MISSING;
         };
@@ -610,24 +543,14 @@ mod tests {
     const FAKES: [RawFn; 9] = [f0, f1, f2, f3, f4, f5, f6, f7, f8];
 
     fn fake_identify(ptr: RawFn) -> Option<Func> {
-        FAKES
-            .iter()
-            .position(|f| *f as usize == ptr as usize)
-            .map(|i| Func::ALL[i])
+        FAKES.iter().position(|f| *f as usize == ptr as usize).map(|i| Func::ALL[i])
     }
 
     /// A table laid out like one of IREE's layouts: `order` lists, per slot,
     /// either a needed function's index in FAKES or an unrelated pointer.
     fn table(len: usize, placements: &[(usize, usize)]) -> Vec<Option<RawFn>> {
-        let mut slots: Vec<Option<RawFn>> = (0..len)
-            .map(|i| {
-                Some(if i % 2 == 0 {
-                    other_a as RawFn
-                } else {
-                    other_b as RawFn
-                })
-            })
-            .collect();
+        let mut slots: Vec<Option<RawFn>> =
+            (0..len).map(|i| Some(if i % 2 == 0 { other_a as RawFn } else { other_b as RawFn })).collect();
         for (slot, fake) in placements {
             slots[*slot] = Some(FAKES[*fake]);
         }
@@ -639,17 +562,7 @@ mod tests {
     /// set_access, handle_create, handle_release, map, unmap).
     fn layout(reserve_slot: usize) -> Vec<(usize, usize)> {
         let r = reserve_slot;
-        vec![
-            (12, 0),
-            (13, 1),
-            (r, 2),
-            (r + 1, 3),
-            (r + 2, 4),
-            (r + 3, 5),
-            (r + 4, 6),
-            (r + 5, 7),
-            (r + 6, 8),
-        ]
+        vec![(12, 0), (13, 1), (r, 2), (r + 1, 3), (r + 2, 4), (r + 3, 5), (r + 4, 6), (r + 5, 7), (r + 6, 8)]
     }
 
     #[test]
@@ -666,15 +579,9 @@ mod tests {
                 fake_identify,
             );
             for (i, func) in Func::ALL.into_iter().enumerate() {
-                assert_eq!(
-                    scan.functions.get(func).map(|f| f as usize),
-                    Some(FAKES[i] as usize)
-                );
+                assert_eq!(scan.functions.get(func).map(|f| f as usize), Some(FAKES[i] as usize));
             }
-            assert_eq!(
-                scan.slots[Func::VmemAddressReserveAlign as usize],
-                Some(reserve)
-            );
+            assert_eq!(scan.slots[Func::VmemAddressReserveAlign as usize], Some(reserve));
             // Stopped right after the last needed slot (unmap = reserve + 6).
             assert_eq!(reads, reserve + 7);
             assert_eq!(scan.read.len(), reserve + 7);
@@ -718,11 +625,7 @@ mod tests {
         assert!(scan.functions.require(FIND_FUNCS).is_ok());
         // NULL slots are skipped, not identified.
         let nulls: Vec<Option<RawFn>> = vec![None; 116];
-        let scan = scan_slots(
-            nulls.len(),
-            |i| nulls[i],
-            |_| panic!("NULL slot identified"),
-        );
+        let scan = scan_slots(nulls.len(), |i| nulls[i], |_| panic!("NULL slot identified"));
         assert_eq!(scan.functions, Functions::default());
     }
 
@@ -754,10 +657,7 @@ mod tests {
             prefix: [u64; 2],
             slots: [Option<RawFn>; MAX_SCAN_SLOTS],
         }
-        let mut t = Box::new(FakeTable {
-            prefix: [1, 0],
-            slots: [Some(other_a as RawFn); MAX_SCAN_SLOTS],
-        });
+        let mut t = Box::new(FakeTable { prefix: [1, 0], slots: [Some(other_a as RawFn); MAX_SCAN_SLOTS] });
         let ptr = (&*t as *const FakeTable).cast();
         // SAFETY: `t` is a live, aligned struct with 116 slots after a 16-byte prefix.
         let first = unsafe { functions_for_table(ptr) };
@@ -767,14 +667,7 @@ mod tests {
         let second = unsafe { functions_for_table((&*t as *const FakeTable).cast()) };
         assert_eq!(second, Functions::default());
         let cache = CACHE.lock();
-        let entry = cache
-            .entries
-            .iter()
-            .find(|e| e.table == ptr as usize)
-            .expect("cached");
-        assert_eq!(
-            entry.scan.read[3].map(|f| f as usize),
-            Some(other_b as RawFn as usize)
-        );
+        let entry = cache.entries.iter().find(|e| e.table == ptr as usize).expect("cached");
+        assert_eq!(entry.scan.read[3].map(|f| f as usize), Some(other_b as RawFn as usize));
     }
 }

@@ -7,12 +7,10 @@ use super::libhsa_table::VmemApi;
 use crate::status::{Error, Result, StatusCode};
 
 /// The flags `find_coarse` looks for.
-pub const COARSE_FLAGS: hsa_amd_memory_pool_global_flag_t =
-    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED;
+pub const COARSE_FLAGS: hsa_amd_memory_pool_global_flag_t = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED;
 /// The flags `find_fine` looks for (either kind of fine-grained memory).
-pub const FINE_FLAGS: hsa_amd_memory_pool_global_flag_t =
-    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED
-        | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED;
+pub const FINE_FLAGS: hsa_amd_memory_pool_global_flag_t = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED
+    | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED;
 
 fn info_u32(
     api: &dyn VmemApi,
@@ -20,8 +18,7 @@ fn info_u32(
     attribute: hsa_amd_memory_pool_info_t,
 ) -> Option<u32> {
     let (status, bytes) = api.pool_get_info(pool, attribute);
-    (status == HSA_STATUS_SUCCESS)
-        .then(|| u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    (status == HSA_STATUS_SUCCESS).then(|| u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
 }
 
 fn info_bool(
@@ -89,12 +86,7 @@ mod tests {
     use crate::vmem::fake::{FakeHsa, FakePool};
 
     fn pool(segment: u32, flags: u32, alloc: bool) -> FakePool {
-        FakePool {
-            segment,
-            flags,
-            alloc_allowed: alloc,
-            granule: 4096,
-        }
+        FakePool { segment, flags, alloc_allowed: alloc, granule: 4096 }
     }
 
     #[test]
@@ -102,11 +94,7 @@ mod tests {
         let hsa = FakeHsa::with_pools(vec![
             pool(HSA_REGION_SEGMENT_GROUP, COARSE_FLAGS, true), // not GLOBAL
             pool(HSA_REGION_SEGMENT_GLOBAL, COARSE_FLAGS, false), // not allocatable
-            pool(
-                HSA_REGION_SEGMENT_GLOBAL,
-                HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT,
-                true,
-            ),
+            pool(HSA_REGION_SEGMENT_GLOBAL, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT, true),
             pool(
                 HSA_REGION_SEGMENT_GLOBAL,
                 COARSE_FLAGS | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT,
@@ -120,14 +108,8 @@ mod tests {
             ),
         ]);
         let agent = hsa_agent_t { handle: 7 };
-        assert_eq!(
-            find_global_memory_pool(&hsa, agent, COARSE_FLAGS).unwrap(),
-            FakeHsa::pool_handle(3)
-        );
-        assert_eq!(
-            find_global_memory_pool(&hsa, agent, FINE_FLAGS).unwrap(),
-            FakeHsa::pool_handle(5)
-        );
+        assert_eq!(find_global_memory_pool(&hsa, agent, COARSE_FLAGS).unwrap(), FakeHsa::pool_handle(3));
+        assert_eq!(find_global_memory_pool(&hsa, agent, FINE_FLAGS).unwrap(), FakeHsa::pool_handle(5));
         let err = find_global_memory_pool(&hsa, agent, 0).unwrap_err();
         assert_eq!(err.code, StatusCode::NotFound);
         assert_eq!(err.message, "no memory pool matching the required flags 0");
@@ -136,21 +118,15 @@ mod tests {
     #[test]
     fn iteration_errors_map_and_query_errors_skip_the_pool() {
         let hsa = FakeHsa::with_pools(vec![pool(HSA_REGION_SEGMENT_GLOBAL, COARSE_FLAGS, true)]);
-        hsa.fail_nth(
-            "hsa_amd_agent_iterate_memory_pools",
-            1,
-            HSA_STATUS_ERROR_INVALID_AGENT,
-        );
-        let err =
-            find_global_memory_pool(&hsa, hsa_agent_t { handle: 1 }, COARSE_FLAGS).unwrap_err();
+        hsa.fail_nth("hsa_amd_agent_iterate_memory_pools", 1, HSA_STATUS_ERROR_INVALID_AGENT);
+        let err = find_global_memory_pool(&hsa, hsa_agent_t { handle: 1 }, COARSE_FLAGS).unwrap_err();
         assert_eq!(err.code, StatusCode::InvalidArgument);
         assert!(err
             .message
             .starts_with("[hsa_amd_agent_iterate_memory_pools] HSA_STATUS_ERROR_INVALID_AGENT"));
         // A failing SEGMENT query skips the pool (→ NOT_FOUND here).
         hsa.fail_nth("hsa_amd_memory_pool_get_info", 1, HSA_STATUS_ERROR);
-        let err =
-            find_global_memory_pool(&hsa, hsa_agent_t { handle: 1 }, COARSE_FLAGS).unwrap_err();
+        let err = find_global_memory_pool(&hsa, hsa_agent_t { handle: 1 }, COARSE_FLAGS).unwrap_err();
         assert_eq!(err.code, StatusCode::NotFound);
     }
 }

@@ -35,19 +35,14 @@ pub fn round_capacity(min_capacity: usize, granule: u64) -> Result<usize> {
         )));
     }
     let granule = usize::try_from(granule).map_err(|_| {
-        Error::invalid_argument(format!(
-            "RUNTIME_ALLOC_REC_GRANULE {granule} exceeds the address space"
-        ))
+        Error::invalid_argument(format!("RUNTIME_ALLOC_REC_GRANULE {granule} exceeds the address space"))
     })?;
     let mask = granule - 1;
-    let capacity = min_capacity
-        .checked_add(mask)
-        .map(|v| v & !mask)
-        .ok_or_else(|| {
-            Error::invalid_argument(format!(
-                "min_capacity {min_capacity} overflows when rounded up to the granule {granule}"
-            ))
-        })?;
+    let capacity = min_capacity.checked_add(mask).map(|v| v & !mask).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "min_capacity {min_capacity} overflows when rounded up to the granule {granule}"
+        ))
+    })?;
     // Pointer offsets up to 3 * capacity must also fit in isize.
     match capacity.checked_mul(VIEW_COUNT) {
         Some(total) if total <= isize::MAX as usize => Ok(capacity),
@@ -83,17 +78,12 @@ impl Drop for Undo<'_> {
         };
         for (index, mapped) in self.mapped.iter().enumerate() {
             if *mapped {
-                let status = self
-                    .api
-                    .unmap(view(va_base, self.capacity, index), self.capacity);
+                let status = self.api.unmap(view(va_base, self.capacity, index), self.capacity);
                 log_undo_failure("hsa_amd_vmem_unmap", status);
             }
         }
         if let Some(handle) = self.handle {
-            log_undo_failure(
-                "hsa_amd_vmem_handle_release",
-                self.api.handle_release(handle),
-            );
+            log_undo_failure("hsa_amd_vmem_handle_release", self.api.handle_release(handle));
         }
         log_undo_failure(
             "hsa_amd_vmem_address_free",
@@ -134,26 +124,16 @@ pub fn initialize(
             "at least one access descriptor is required (without one no agent could access the ringbuffer)",
         ));
     }
-    let (status, granule) =
-        api.pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE);
+    let (status, granule) = api.pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE);
     check(status, "hsa_amd_memory_pool_get_info", || {
-        format!(
-            "querying RUNTIME_ALLOC_REC_GRANULE of memory pool {:#x}",
-            pool.handle
-        )
+        format!("querying RUNTIME_ALLOC_REC_GRANULE of memory pool {:#x}", pool.handle)
     })?;
     let granule = u64::from_ne_bytes(granule);
     let capacity = round_capacity(min_capacity, granule)?;
     let reserve_size = capacity * VIEW_COUNT;
 
-    let mut undo = Undo {
-        api,
-        capacity,
-        reservation: None,
-        handle: None,
-        mapped: [false; VIEW_COUNT],
-        armed: true,
-    };
+    let mut undo =
+        Undo { api, capacity, reservation: None, handle: None, mapped: [false; VIEW_COUNT], armed: true };
 
     let (status, va_base) = api.address_reserve_align(reserve_size, granule);
     check(status, "hsa_amd_vmem_address_reserve_align", || {
@@ -169,10 +149,7 @@ pub fn initialize(
 
     let (status, handle) = api.handle_create(pool, capacity, memory_type.to_hsa());
     check(status, "hsa_amd_vmem_handle_create", || {
-        format!(
-            "allocating {capacity} physical bytes from memory pool {:#x}",
-            pool.handle
-        )
+        format!("allocating {capacity} physical bytes from memory pool {:#x}", pool.handle)
     })?;
     if handle.handle == 0 {
         // A zero handle means "none" in the ringbuffer struct, so it could
@@ -195,10 +172,7 @@ pub fn initialize(
     for index in 0..VIEW_COUNT {
         let status = api.set_access(view(va_base, capacity, index), capacity, descs);
         check(status, "hsa_amd_vmem_set_access", || {
-            format!(
-                "setting access of {} agent(s) on view {index} of the ringbuffer",
-                descs.len()
-            )
+            format!("setting access of {} agent(s) on view {index} of the ringbuffer", descs.len())
         })?;
     }
 
@@ -216,10 +190,7 @@ pub fn initialize(
 /// one). HSA failures are logged and the release continues, as upstream.
 /// Returns an error, and calls nothing, when the struct cannot be one this
 /// library produced (its ranges would overflow the address space).
-pub fn deinitialize(
-    api: &dyn VmemApi,
-    ringbuffer: &iree_hal_amdgpu_vmem_ringbuffer_t,
-) -> Result<()> {
+pub fn deinitialize(api: &dyn VmemApi, ringbuffer: &iree_hal_amdgpu_vmem_ringbuffer_t) -> Result<()> {
     let capacity = ringbuffer.capacity;
     let va_base = ringbuffer.va_base_ptr;
     let has_handle = ringbuffer.alloc_handle.handle != 0;
@@ -231,35 +202,21 @@ pub fn deinitialize(
         )));
     }
     if has_handle && va_base.is_null() {
-        return Err(Error::invalid_argument(
-            "ringbuffer is corrupt: it has a handle but no va_base_ptr",
-        ));
+        return Err(Error::invalid_argument("ringbuffer is corrupt: it has a handle but no va_base_ptr"));
     }
     let warn = |symbol: &str, status: hsa_status_t| {
         if status != HSA_STATUS_SUCCESS {
-            crate::log!(
-                Level::Warning,
-                "ringbuffer deinitialize: {symbol} returned {status:#x}"
-            );
+            crate::log!(Level::Warning, "ringbuffer deinitialize: {symbol} returned {status:#x}");
         }
     };
     if has_handle {
         for index in 0..VIEW_COUNT {
-            warn(
-                "hsa_amd_vmem_unmap",
-                api.unmap(view(va_base, capacity, index), capacity),
-            );
+            warn("hsa_amd_vmem_unmap", api.unmap(view(va_base, capacity, index), capacity));
         }
-        warn(
-            "hsa_amd_vmem_handle_release",
-            api.handle_release(ringbuffer.alloc_handle),
-        );
+        warn("hsa_amd_vmem_handle_release", api.handle_release(ringbuffer.alloc_handle));
     }
     if !va_base.is_null() {
-        warn(
-            "hsa_amd_vmem_address_free",
-            api.address_free(va_base, capacity * VIEW_COUNT),
-        );
+        warn("hsa_amd_vmem_address_free", api.address_free(va_base, capacity * VIEW_COUNT));
     }
     Ok(())
 }
@@ -272,12 +229,7 @@ mod tests {
     const GRANULE: u64 = 65536;
 
     fn hsa() -> FakeHsa {
-        FakeHsa::with_pools(vec![FakePool {
-            segment: 0,
-            flags: 4,
-            alloc_allowed: true,
-            granule: GRANULE,
-        }])
+        FakeHsa::with_pools(vec![FakePool { segment: 0, flags: 4, alloc_allowed: true, granule: GRANULE }])
     }
 
     fn descs() -> Vec<hsa_amd_memory_access_desc_t> {
@@ -303,12 +255,7 @@ mod tests {
             (usize::MAX - 10, 16),
         ] {
             let err = round_capacity(min, granule).unwrap_err();
-            assert_eq!(
-                err.code,
-                StatusCode::InvalidArgument,
-                "{min} {granule}: {}",
-                err.message
-            );
+            assert_eq!(err.code, StatusCode::InvalidArgument, "{min} {granule}: {}", err.message);
         }
         // Largest capacity whose 3x still fits in isize.
         let max = (isize::MAX as usize / 3) & !4095;
@@ -320,19 +267,11 @@ mod tests {
     fn success_sequence_matches_upstream() {
         let hsa = hsa();
         let pool = FakeHsa::pool_handle(0);
-        let rb = initialize(
-            &hsa,
-            pool,
-            MemoryType::IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_PINNED_HOST,
-            100,
-            &descs(),
-        )
-        .unwrap();
+        let rb =
+            initialize(&hsa, pool, MemoryType::IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_PINNED_HOST, 100, &descs())
+                .unwrap();
         assert_eq!(rb.capacity, GRANULE as usize);
-        assert_eq!(
-            rb.ring_base_ptr as usize,
-            rb.va_base_ptr as usize + GRANULE as usize
-        );
+        assert_eq!(rb.ring_base_ptr as usize, rb.va_base_ptr as usize + GRANULE as usize);
         let calls = hsa.calls();
         let names: Vec<&str> = calls.iter().map(|c| c.0).collect();
         assert_eq!(
@@ -351,19 +290,10 @@ mod tests {
         );
         // reserve(3*cap, align granule); handle_create(pool, cap, PINNED)
         assert_eq!(calls[1].1[..2], [3 * GRANULE, GRANULE]);
-        assert_eq!(
-            calls[2].1[..3],
-            [pool.handle, GRANULE, MEMORY_TYPE_PINNED as u64]
-        );
+        assert_eq!(calls[2].1[..3], [pool.handle, GRANULE, MEMORY_TYPE_PINNED as u64]);
         for i in 0..3 {
-            assert_eq!(
-                calls[3 + i].1[0],
-                rb.va_base_ptr as u64 + i as u64 * GRANULE
-            );
-            assert_eq!(
-                calls[6 + i].1[..3],
-                [rb.va_base_ptr as u64 + i as u64 * GRANULE, GRANULE, 1]
-            );
+            assert_eq!(calls[3 + i].1[0], rb.va_base_ptr as u64 + i as u64 * GRANULE);
+            assert_eq!(calls[6 + i].1[..3], [rb.va_base_ptr as u64 + i as u64 * GRANULE, GRANULE, 1]);
         }
         assert!(hsa.live().iter().all(|n| *n > 0));
         deinitialize(&hsa, &rb).unwrap();
@@ -396,31 +326,16 @@ mod tests {
             .unwrap_err();
             assert_eq!(err.code, StatusCode::ResourceExhausted, "{function} #{nth}");
             assert!(
-                err.message
-                    .starts_with(&format!("[{function}] HSA_STATUS_ERROR_OUT_OF_RESOURCES")),
+                err.message.starts_with(&format!("[{function}] HSA_STATUS_ERROR_OUT_OF_RESOURCES")),
                 "{}",
                 err.message
             );
-            assert_eq!(
-                hsa.live(),
-                [0, 0, 0],
-                "{function} #{nth} left objects behind"
-            );
+            assert_eq!(hsa.live(), [0, 0, 0], "{function} #{nth} left objects behind");
             // Exactly the mapped views are unmapped.
             let maps_done = (step.saturating_sub(3)).min(3);
-            assert_eq!(
-                hsa.count("hsa_amd_vmem_unmap"),
-                maps_done,
-                "{function} #{nth}"
-            );
-            assert_eq!(
-                hsa.count("hsa_amd_vmem_handle_release"),
-                usize::from(step >= 3)
-            );
-            assert_eq!(
-                hsa.count("hsa_amd_vmem_address_free"),
-                usize::from(step >= 2)
-            );
+            assert_eq!(hsa.count("hsa_amd_vmem_unmap"), maps_done, "{function} #{nth}");
+            assert_eq!(hsa.count("hsa_amd_vmem_handle_release"), usize::from(step >= 3));
+            assert_eq!(hsa.count("hsa_amd_vmem_address_free"), usize::from(step >= 2));
             // No call ever failed besides the injected one.
             assert_eq!(hsa.failures(), 1);
         }
@@ -440,12 +355,8 @@ mod tests {
         assert_eq!(e.code, StatusCode::InvalidArgument);
         assert!(hsa.calls().is_empty());
         for granule in [0, 3, 6000] {
-            let hsa = FakeHsa::with_pools(vec![FakePool {
-                segment: 0,
-                flags: 4,
-                alloc_allowed: true,
-                granule,
-            }]);
+            let hsa =
+                FakeHsa::with_pools(vec![FakePool { segment: 0, flags: 4, alloc_allowed: true, granule }]);
             let e = initialize(
                 &hsa,
                 FakeHsa::pool_handle(0),

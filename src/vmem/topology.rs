@@ -12,21 +12,9 @@ use crate::status::{Error, Result};
 /// past `all_agents` and overflow its stack scratch).
 pub fn validate(topology: &iree_hal_amdgpu_topology_t) -> Result<()> {
     let checks = [
-        (
-            "all_agent_count",
-            topology.all_agent_count,
-            TOPOLOGY_MAX_AGENT_COUNT,
-        ),
-        (
-            "cpu_agent_count",
-            topology.cpu_agent_count,
-            TOPOLOGY_MAX_CPU_AGENT_COUNT,
-        ),
-        (
-            "gpu_agent_count",
-            topology.gpu_agent_count,
-            TOPOLOGY_MAX_GPU_AGENT_COUNT,
-        ),
+        ("all_agent_count", topology.all_agent_count, TOPOLOGY_MAX_AGENT_COUNT),
+        ("cpu_agent_count", topology.cpu_agent_count, TOPOLOGY_MAX_CPU_AGENT_COUNT),
+        ("gpu_agent_count", topology.gpu_agent_count, TOPOLOGY_MAX_GPU_AGENT_COUNT),
     ];
     for (name, count, capacity) in checks {
         if count > capacity {
@@ -52,23 +40,12 @@ pub fn access_descriptors(
     mode: AccessMode,
 ) -> Vec<hsa_amd_memory_access_desc_t> {
     let agents = &topology.all_agents[..topology.all_agent_count.min(TOPOLOGY_MAX_AGENT_COUNT)];
-    let desc = |agent: hsa_agent_t, permissions| hsa_amd_memory_access_desc_t {
-        permissions,
-        agent_handle: agent,
-    };
+    let desc =
+        |agent: hsa_agent_t, permissions| hsa_amd_memory_access_desc_t { permissions, agent_handle: agent };
     let per_agent = |local, other| {
         agents
             .iter()
-            .map(|agent| {
-                desc(
-                    *agent,
-                    if agent.handle == local_agent.handle {
-                        local
-                    } else {
-                        other
-                    },
-                )
-            })
+            .map(|agent| desc(*agent, if agent.handle == local_agent.handle { local } else { other }))
             .collect()
     };
     match mode {
@@ -103,70 +80,39 @@ mod tests {
     }
 
     fn perms(descs: &[hsa_amd_memory_access_desc_t]) -> Vec<(u64, u32)> {
-        descs
-            .iter()
-            .map(|d| (d.agent_handle.handle, d.permissions))
-            .collect()
+        descs.iter().map(|d| (d.agent_handle.handle, d.permissions)).collect()
     }
 
     #[test]
     fn descriptors_per_mode() {
         let t = topology(&[10, 20, 30]);
         let local = hsa_agent_t { handle: 20 };
-        let (rw, ro, wo) = (
-            HSA_ACCESS_PERMISSION_RW,
-            HSA_ACCESS_PERMISSION_RO,
-            HSA_ACCESS_PERMISSION_WO,
-        );
+        let (rw, ro, wo) = (HSA_ACCESS_PERMISSION_RW, HSA_ACCESS_PERMISSION_RO, HSA_ACCESS_PERMISSION_WO);
         use crate::vmem::abi::iree_hal_amdgpu_vmem_access_mode_e::*;
         assert_eq!(
-            perms(&access_descriptors(
-                &t,
-                local,
-                IREE_HAL_AMDGPU_ACCESS_MODE_SHARED
-            )),
+            perms(&access_descriptors(&t, local, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED)),
             vec![(10, rw), (20, rw), (30, rw)]
         );
         assert_eq!(
-            perms(&access_descriptors(
-                &t,
-                local,
-                IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE
-            )),
+            perms(&access_descriptors(&t, local, IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE)),
             vec![(20, rw)]
         );
         assert_eq!(
-            perms(&access_descriptors(
-                &t,
-                local,
-                IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE_CONSUMER
-            )),
+            perms(&access_descriptors(&t, local, IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE_CONSUMER)),
             vec![(10, wo), (20, ro), (30, wo)]
         );
         assert_eq!(
-            perms(&access_descriptors(
-                &t,
-                local,
-                IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE_PRODUCER
-            )),
+            perms(&access_descriptors(&t, local, IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE_PRODUCER)),
             vec![(10, ro), (20, wo), (30, ro)]
         );
         // A local agent outside the topology gets nothing in the per-agent modes.
         let outsider = hsa_agent_t { handle: 99 };
         assert_eq!(
-            perms(&access_descriptors(
-                &t,
-                outsider,
-                IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE_CONSUMER
-            )),
+            perms(&access_descriptors(&t, outsider, IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE_CONSUMER)),
             vec![(10, wo), (20, wo), (30, wo)]
         );
         assert_eq!(
-            perms(&access_descriptors(
-                &t,
-                outsider,
-                IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE
-            )),
+            perms(&access_descriptors(&t, outsider, IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE)),
             vec![(99, rw)]
         );
     }
@@ -180,22 +126,12 @@ mod tests {
         t.all_agent_count = TOPOLOGY_MAX_AGENT_COUNT + 1;
         let err = validate(&t).unwrap_err();
         assert_eq!(err.code, StatusCode::InvalidArgument);
-        assert!(
-            err.message.contains("all_agent_count 129"),
-            "{}",
-            err.message
-        );
+        assert!(err.message.contains("all_agent_count 129"), "{}", err.message);
         t.all_agent_count = 1;
         t.cpu_agent_count = 65;
-        assert!(validate(&t)
-            .unwrap_err()
-            .message
-            .contains("cpu_agent_count"));
+        assert!(validate(&t).unwrap_err().message.contains("cpu_agent_count"));
         t.cpu_agent_count = 0;
         t.gpu_agent_count = usize::MAX;
-        assert!(validate(&t)
-            .unwrap_err()
-            .message
-            .contains("gpu_agent_count"));
+        assert!(validate(&t).unwrap_err().message.contains("gpu_agent_count"));
     }
 }

@@ -22,13 +22,8 @@ pub const FLAG_PLUS: u8 = 1 << 1;
 pub const FLAG_SPACE: u8 = 1 << 2;
 pub const FLAG_HASH: u8 = 1 << 3;
 pub const FLAG_ZERO: u8 = 1 << 4;
-const FLAG_CHARS: [(u8, u8); 5] = [
-    (FLAG_MINUS, b'-'),
-    (FLAG_PLUS, b'+'),
-    (FLAG_SPACE, b' '),
-    (FLAG_HASH, b'#'),
-    (FLAG_ZERO, b'0'),
-];
+const FLAG_CHARS: [(u8, u8); 5] =
+    [(FLAG_MINUS, b'-'), (FLAG_PLUS, b'+'), (FLAG_SPACE, b' '), (FLAG_HASH, b'#'), (FLAG_ZERO, b'0')];
 
 /// A converted argument and its conversion character.
 #[derive(Clone, Copy, Debug)]
@@ -121,16 +116,8 @@ pub fn format_into(
         // above); snprintf writes at most `spare` bytes there, NUL included.
         // `spec` is a NUL-terminated spec built above whose `*`s and
         // conversion match exactly the arguments passed by `call`.
-        let written = unsafe {
-            call(
-                out.as_mut_ptr().add(start).cast(),
-                spare,
-                spec,
-                width,
-                precision,
-                value,
-            )
-        };
+        let written =
+            unsafe { call(out.as_mut_ptr().add(start).cast(), spare, spec, width, precision, value) };
         let Ok(needed) = usize::try_from(written) else {
             return Err(CfmtError::Failed);
         };
@@ -199,18 +186,9 @@ mod tests {
     #[test]
     fn basic_conversions() {
         assert_eq!(one(0, None, None, Value::Signed(b'd', -42)), "-42");
-        assert_eq!(
-            one(FLAG_MINUS, Some(6), None, Value::Signed(b'i', 7)),
-            "7     "
-        );
-        assert_eq!(
-            one(FLAG_ZERO | FLAG_PLUS, Some(6), None, Value::Signed(b'd', 7)),
-            "+00007"
-        );
-        assert_eq!(
-            one(FLAG_HASH, None, None, Value::Unsigned(b'x', 255)),
-            "0xff"
-        );
+        assert_eq!(one(FLAG_MINUS, Some(6), None, Value::Signed(b'i', 7)), "7     ");
+        assert_eq!(one(FLAG_ZERO | FLAG_PLUS, Some(6), None, Value::Signed(b'd', 7)), "+00007");
+        assert_eq!(one(FLAG_HASH, None, None, Value::Unsigned(b'x', 255)), "0xff");
         assert_eq!(one(0, None, Some(3), Value::Double(b'f', 1.23456)), "1.235");
         assert_eq!(one(0, None, None, Value::Double(b'a', 1.0)), "0x1p+0");
         assert_eq!(one(0, None, None, Value::Pointer(0)), "(nil)");

@@ -34,9 +34,7 @@
 
 use core::ffi::c_int;
 
-use super::cfmt::{
-    self, CfmtError, Value, FLAG_HASH, FLAG_MINUS, FLAG_PLUS, FLAG_SPACE, FLAG_ZERO,
-};
+use super::cfmt::{self, CfmtError, Value, FLAG_HASH, FLAG_MINUS, FLAG_PLUS, FLAG_SPACE, FLAG_ZERO};
 
 /// Why a complete message could not be printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,17 +80,11 @@ pub fn format_message(words: &[u64], max_output: usize) -> Result<Formatted, For
     if control & !CONTROL_STDERR != 0 {
         return Err(FormatError::ControlBits);
     }
-    let mut args = Args {
-        words: rest,
-        next: 0,
-    };
+    let mut args = Args { words: rest, next: 0 };
     let format = args.string().ok_or(FormatError::UnterminatedFormat)?;
     let mut out = Vec::new();
     format_into(&mut out, &format, &mut args, max_output)?;
-    Ok(Formatted {
-        stderr: control & CONTROL_STDERR != 0,
-        bytes: out,
-    })
+    Ok(Formatted { stderr: control & CONTROL_STDERR != 0, bytes: out })
 }
 
 /// The argument words after the control word, consumed in order.
@@ -174,9 +166,7 @@ fn parse_spec(fmt: &[u8], mut i: usize) -> Result<(Spec, usize), FormatError> {
     let digits = |i: &mut usize| {
         let mut value = 0u64;
         while at(*i).is_ascii_digit() {
-            value = value
-                .saturating_mul(10)
-                .saturating_add(u64::from(at(*i) - b'0'));
+            value = value.saturating_mul(10).saturating_add(u64::from(at(*i) - b'0'));
             *i += 1;
         }
         value
@@ -220,16 +210,7 @@ fn parse_spec(fmt: &[u8], mut i: usize) -> Result<(Spec, usize), FormatError> {
         return Err(FormatError::BadSpec);
     }
     let conv = fmt[i];
-    Ok((
-        Spec {
-            flags,
-            width,
-            precision,
-            length,
-            conv,
-        },
-        i + 1,
-    ))
+    Ok((Spec { flags, width, precision, length, conv }, i + 1))
 }
 
 /// Width/precision as the `int` handed to snprintf, bounded by `limit`.
@@ -251,20 +232,13 @@ fn field(
     }
     // A precision is checked against `limit` by the caller (for %s only the
     // string's length matters); a width always pads to its size.
-    if value.unsigned_abs() > i32::MAX as u64
-        || (!is_precision && value.unsigned_abs() > limit as u64)
-    {
+    if value.unsigned_abs() > i32::MAX as u64 || (!is_precision && value.unsigned_abs() > limit as u64) {
         return Err(FormatError::TooLong);
     }
     Ok(Some(value as c_int))
 }
 
-fn format_into(
-    out: &mut Vec<u8>,
-    fmt: &[u8],
-    args: &mut Args<'_>,
-    limit: usize,
-) -> Result<(), FormatError> {
+fn format_into(out: &mut Vec<u8>, fmt: &[u8], args: &mut Args<'_>, limit: usize) -> Result<(), FormatError> {
     let mut i = 0;
     while i < fmt.len() {
         let Some(offset) = fmt[i..].iter().position(|&b| b == b'%') else {
@@ -287,17 +261,9 @@ fn push_literal(out: &mut Vec<u8>, text: &[u8], limit: usize) -> Result<(), Form
     Ok(())
 }
 
-fn conversion(
-    out: &mut Vec<u8>,
-    spec: &Spec,
-    args: &mut Args<'_>,
-    limit: usize,
-) -> Result<(), FormatError> {
+fn conversion(out: &mut Vec<u8>, spec: &Spec, args: &mut Args<'_>, limit: usize) -> Result<(), FormatError> {
     use Length as L;
-    let int_length = matches!(
-        spec.length,
-        L::None | L::Hh | L::H | L::L | L::Ll | L::J | L::Z | L::T
-    );
+    let int_length = matches!(spec.length, L::None | L::Hh | L::H | L::L | L::Ll | L::J | L::Z | L::T);
     // Check the conversion and its length before consuming any word.
     match spec.conv {
         b'd' | b'i' | b'o' | b'u' | b'x' | b'X' | b'n' if int_length => {}
@@ -306,9 +272,7 @@ fn conversion(
         b'c' | b's' if spec.length == L::L => return Err(FormatError::Wide),
         b'C' | b'S' => return Err(FormatError::Wide),
         b'c' | b's' | b'p' if spec.length == L::None => {}
-        b'%' if spec.length == L::None
-            && spec.width != Field::Star
-            && spec.precision != Field::Star => {}
+        b'%' if spec.length == L::None && spec.width != Field::Star && spec.precision != Field::Star => {}
         _ => return Err(FormatError::BadSpec),
     }
     let width = field(spec.width, args, limit, false)?;
@@ -389,10 +353,7 @@ pub fn pack_string(bytes: &[u8]) -> Vec<u64> {
     let mut padded = bytes.to_vec();
     padded.push(0);
     padded.resize(padded.len().div_ceil(8) * 8, 0);
-    padded
-        .chunks(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-        .collect()
+    padded.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect()
 }
 
 #[cfg(test)]
@@ -411,8 +372,7 @@ mod tests {
     }
 
     fn fmt(format: &str, args: &[u64]) -> Result<String, FormatError> {
-        format_message(&msg(0, format, args), LIMIT)
-            .map(|f| String::from_utf8_lossy(&f.bytes).into_owned())
+        format_message(&msg(0, format, args), LIMIT).map(|f| String::from_utf8_lossy(&f.bytes).into_owned())
     }
 
     fn s(text: &str) -> Vec<u64> {
@@ -438,9 +398,7 @@ mod tests {
     }
     fn c_long_fmt(format: &str, v: i64) -> String {
         // SAFETY: test formats take exactly one long.
-        c_snprintf(format, |b, n, f| unsafe {
-            libc::snprintf(b, n, f, v as libc::c_long)
-        })
+        c_snprintf(format, |b, n, f| unsafe { libc::snprintf(b, n, f, v as libc::c_long) })
     }
     fn c_double_fmt(format: &str, v: f64) -> String {
         // SAFETY: test formats take exactly one double.
@@ -449,35 +407,16 @@ mod tests {
     fn c_str_fmt(format: &str, v: &str) -> String {
         let v = CString::new(v).unwrap();
         // SAFETY: test formats take exactly one string.
-        c_snprintf(format, |b, n, f| unsafe {
-            libc::snprintf(b, n, f, v.as_ptr())
-        })
+        c_snprintf(format, |b, n, f| unsafe { libc::snprintf(b, n, f, v.as_ptr()) })
     }
 
     const INT_FORMATS: &[&str] = &[
-        "%d", "%i", "%5d", "%-5d|", "%05d", "%+d", "% d", "%+05d", "%.3d", "%8.3d", "%-8.3d|",
-        "%.0d", "%u", "%o", "%#o", "%x", "%#x", "%X", "%#X", "%#08x", "%hhd", "%hhu", "%hhx",
-        "%hd", "%hu", "%hx", "%#.0o", "%+.0d", "%c", "%-3c|", "%3c",
+        "%d", "%i", "%5d", "%-5d|", "%05d", "%+d", "% d", "%+05d", "%.3d", "%8.3d", "%-8.3d|", "%.0d", "%u",
+        "%o", "%#o", "%x", "%#x", "%X", "%#X", "%#08x", "%hhd", "%hhu", "%hhx", "%hd", "%hu", "%hx", "%#.0o",
+        "%+.0d", "%c", "%-3c|", "%3c",
     ];
-    const INTS: &[i32] = &[
-        0,
-        1,
-        -1,
-        7,
-        42,
-        -42,
-        127,
-        128,
-        255,
-        256,
-        -128,
-        -129,
-        65535,
-        65536,
-        -32768,
-        i32::MAX,
-        i32::MIN,
-    ];
+    const INTS: &[i32] =
+        &[0, 1, -1, 7, 42, -42, 127, 128, 255, 256, -128, -129, 65535, 65536, -32768, i32::MAX, i32::MIN];
 
     #[test]
     fn ints_match_libc() {
@@ -488,11 +427,7 @@ mod tests {
                 }
                 // The device sends a 32-bit int zero-extended.
                 let word = u64::from(v as u32);
-                assert_eq!(
-                    fmt(f, &[word]).unwrap(),
-                    c_int_fmt(f, v),
-                    "format {f:?} value {v}"
-                );
+                assert_eq!(fmt(f, &[word]).unwrap(), c_int_fmt(f, v), "format {f:?} value {v}");
             }
         }
     }
@@ -500,26 +435,13 @@ mod tests {
     #[test]
     fn longs_match_libc() {
         let formats = [
-            "%ld", "%lld", "%li", "%lu", "%llu", "%lx", "%#llX", "%jd", "%zu", "%td", "%zd",
-            "%20.15lo", "%-+22ld|",
+            "%ld", "%lld", "%li", "%lu", "%llu", "%lx", "%#llX", "%jd", "%zu", "%td", "%zd", "%20.15lo",
+            "%-+22ld|",
         ];
-        let values = [
-            0i64,
-            1,
-            -1,
-            i64::MAX,
-            i64::MIN,
-            1 << 40,
-            -(1 << 33),
-            0x1234_5678_9abc_def0,
-        ];
+        let values = [0i64, 1, -1, i64::MAX, i64::MIN, 1 << 40, -(1 << 33), 0x1234_5678_9abc_def0];
         for f in formats {
             for v in values {
-                assert_eq!(
-                    fmt(f, &[v as u64]).unwrap(),
-                    c_long_fmt(f, v),
-                    "format {f:?} value {v}"
-                );
+                assert_eq!(fmt(f, &[v as u64]).unwrap(), c_long_fmt(f, v), "format {f:?} value {v}");
             }
         }
     }
@@ -584,11 +506,7 @@ mod tests {
         ];
         for f in formats {
             for v in values {
-                assert_eq!(
-                    fmt(f, &[v.to_bits()]).unwrap(),
-                    c_double_fmt(f, v),
-                    "format {f:?} value {v}"
-                );
+                assert_eq!(fmt(f, &[v.to_bits()]).unwrap(), c_double_fmt(f, v), "format {f:?} value {v}");
             }
         }
         // long double is a 64-bit double on the GPU.
@@ -600,9 +518,7 @@ mod tests {
 
     #[test]
     fn strings_match_libc() {
-        let formats = [
-            "%s", "%10s", "%-10s|", "%.2s", "%5.1s", "%.0s", "%.100s", "%-3.5s|",
-        ];
+        let formats = ["%s", "%10s", "%-10s|", "%.2s", "%5.1s", "%.0s", "%.100s", "%-3.5s|"];
         let values = [
             "",
             "a",
@@ -614,11 +530,7 @@ mod tests {
         ];
         for f in formats {
             for v in values {
-                assert_eq!(
-                    fmt(f, &s(v)).unwrap(),
-                    c_str_fmt(f, v),
-                    "format {f:?} value {v:?}"
-                );
+                assert_eq!(fmt(f, &s(v)).unwrap(), c_str_fmt(f, v), "format {f:?} value {v:?}");
             }
         }
     }
@@ -627,10 +539,7 @@ mod tests {
     fn pointers_and_percent() {
         assert_eq!(fmt("%p", &[0]).unwrap(), "(nil)");
         assert_eq!(fmt("%p", &[0xdead_beef]).unwrap(), "0xdeadbeef");
-        assert_eq!(
-            fmt("%20p|%-20p|", &[0x1000, 0]).unwrap(),
-            format!("{:>20}|{:<20}|", "0x1000", "(nil)")
-        );
+        assert_eq!(fmt("%20p|%-20p|", &[0x1000, 0]).unwrap(), format!("{:>20}|{:<20}|", "0x1000", "(nil)"));
         assert_eq!(fmt("100%%", &[]).unwrap(), "100%");
         assert_eq!(fmt("%5%", &[]).unwrap(), "%");
         assert_eq!(fmt("a%%b%%%d", &[3]).unwrap(), "a%b%3");
@@ -642,10 +551,7 @@ mod tests {
         args.extend(s("world"));
         args.push(0x41);
         args.push(u64::MAX);
-        assert_eq!(
-            fmt("n=%d x=%.2f hello %s %c %ld\n", &args).unwrap(),
-            "n=7 x=1.50 hello world A -1\n"
-        );
+        assert_eq!(fmt("n=%d x=%.2f hello %s %c %ld\n", &args).unwrap(), "n=7 x=1.50 hello world A -1\n");
     }
 
     #[test]
@@ -655,14 +561,8 @@ mod tests {
         assert_eq!(fmt("[%*d]", &[5, 42]).unwrap(), "[   42]");
         assert_eq!(fmt("[%*d]", &[neg(-5), 42]).unwrap(), "[42   ]");
         assert_eq!(fmt("[%.*f]", &[2, 1.23456f64.to_bits()]).unwrap(), "[1.23]");
-        assert_eq!(
-            fmt("[%.*f]", &[neg(-1), 3.5f64.to_bits()]).unwrap(),
-            "[3.500000]"
-        );
-        assert_eq!(
-            fmt("[%*.*s]", &[neg(-6), 2, s("abcdef")[0]]).unwrap(),
-            "[ab    ]"
-        );
+        assert_eq!(fmt("[%.*f]", &[neg(-1), 3.5f64.to_bits()]).unwrap(), "[3.500000]");
+        assert_eq!(fmt("[%*.*s]", &[neg(-6), 2, s("abcdef")[0]]).unwrap(), "[ab    ]");
         assert_eq!(fmt("[%-*d]", &[4, 1]).unwrap(), "[1   ]");
     }
 
@@ -682,21 +582,9 @@ mod tests {
     #[test]
     fn stderr_bit_and_surplus_words() {
         let f = format_message(&msg(1, "x%d", &[1, 2, 3]), LIMIT).unwrap();
-        assert_eq!(
-            f,
-            Formatted {
-                stderr: true,
-                bytes: b"x1".to_vec()
-            }
-        );
+        assert_eq!(f, Formatted { stderr: true, bytes: b"x1".to_vec() });
         let f = format_message(&msg(0, "", &[]), LIMIT).unwrap();
-        assert_eq!(
-            f,
-            Formatted {
-                stderr: false,
-                bytes: vec![]
-            }
-        );
+        assert_eq!(f, Formatted { stderr: false, bytes: vec![] });
     }
 
     #[test]
@@ -704,10 +592,7 @@ mod tests {
         let mut words = vec![0];
         words.extend(pack_string(b"\xff\xfe %s"));
         words.extend(pack_string(b"\x80\x81"));
-        assert_eq!(
-            format_message(&words, LIMIT).unwrap().bytes,
-            b"\xff\xfe \x80\x81"
-        );
+        assert_eq!(format_message(&words, LIMIT).unwrap().bytes, b"\xff\xfe \x80\x81");
     }
 
     #[test]
@@ -715,31 +600,22 @@ mod tests {
         use FormatError::*;
         assert_eq!(format_message(&[], LIMIT), Err(Empty));
         assert_eq!(format_message(&msg(2, "x", &[]), LIMIT), Err(ControlBits));
-        assert_eq!(
-            format_message(&msg(1 << 63, "x", &[]), LIMIT),
-            Err(ControlBits)
-        );
+        assert_eq!(format_message(&msg(1 << 63, "x", &[]), LIMIT), Err(ControlBits));
         assert_eq!(format_message(&[0], LIMIT), Err(UnterminatedFormat));
-        assert_eq!(
-            format_message(&[0, u64::from_le_bytes(*b"abcdefgh")], LIMIT),
-            Err(UnterminatedFormat)
-        );
+        assert_eq!(format_message(&[0, u64::from_le_bytes(*b"abcdefgh")], LIMIT), Err(UnterminatedFormat));
         assert_eq!(fmt("%d %d", &[1]), Err(MissingArgument));
         assert_eq!(fmt("%*d", &[1]), Err(MissingArgument));
         assert_eq!(fmt("%.*d", &[]), Err(MissingArgument));
         assert_eq!(fmt("%s", &[]), Err(MissingArgument));
-        assert_eq!(
-            fmt("%s", &[u64::from_le_bytes(*b"no-nul!!")]),
-            Err(UnterminatedString)
-        );
+        assert_eq!(fmt("%s", &[u64::from_le_bytes(*b"no-nul!!")]), Err(UnterminatedString));
         assert_eq!(fmt("%ls", &s("x")), Err(Wide));
         assert_eq!(fmt("%lc", &[65]), Err(Wide));
         assert_eq!(fmt("%S", &s("x")), Err(Wide));
         assert_eq!(fmt("%C", &[65]), Err(Wide));
         assert_eq!(fmt("%1$d", &[1]), Err(Positional));
         for bad in [
-            "%", "abc%", "%5", "%-", "%.", "%l", "%hh", "%y", "%m", "%'d", "%Id", "%qd", "%Zd",
-            "%hf", "%Ld", "%lp", "%hs", "%Lc", "%ln%", "%*%", "%.*%", "%l%", "%k",
+            "%", "abc%", "%5", "%-", "%.", "%l", "%hh", "%y", "%m", "%'d", "%Id", "%qd", "%Zd", "%hf", "%Ld",
+            "%lp", "%hs", "%Lc", "%ln%", "%*%", "%.*%", "%l%", "%k",
         ] {
             assert_eq!(fmt(bad, &[1, 2, 3]), Err(BadSpec), "format {bad:?}");
         }
@@ -767,9 +643,6 @@ mod tests {
         assert_eq!(pack_string(b""), vec![0]);
         assert_eq!(pack_string(b"1234567").len(), 1);
         assert_eq!(pack_string(b"12345678").len(), 2);
-        assert_eq!(
-            pack_string(b"ab"),
-            vec![u64::from_le_bytes(*b"ab\0\0\0\0\0\0")]
-        );
+        assert_eq!(pack_string(b"ab"), vec![u64::from_le_bytes(*b"ab\0\0\0\0\0\0")]);
     }
 }

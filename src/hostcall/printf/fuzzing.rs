@@ -13,12 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Small caps so the fuzzer reaches every limit quickly.
-pub const FUZZ_LIMITS: Limits = Limits {
-    max_message_words: 64,
-    max_open_messages: 6,
-    max_buffer_words: 160,
-    max_output_bytes: 4096,
-};
+pub const FUZZ_LIMITS: Limits =
+    Limits { max_message_words: 64, max_open_messages: 6, max_buffer_words: 160, max_output_bytes: 4096 };
 
 const LANES: usize = 4;
 const BUFFERS: usize = 2;
@@ -99,11 +95,7 @@ fn run_packets(input: &mut Bytes<'_>) {
         };
         slot[0] = (slot[0] & !(7 << DESC_LEN_SHIFT)) | (len << DESC_LEN_SHIFT);
         for word in slot.iter_mut().skip(1).take(len as usize) {
-            *word = if flags & 0x40 != 0 {
-                input.word()
-            } else {
-                u64::from(input.byte())
-            };
+            *word = if flags & 0x40 != 0 { input.word() } else { u64::from(input.byte()) };
         }
         let sent = Descriptor::decode(slot[0]);
         let before = written.load(Ordering::Relaxed);

@@ -177,12 +177,7 @@ impl MessageTable {
 
     /// Handles one lane's packet. `data` is slot[1..1+LEN] (at most 7 words).
     /// BEGIN|END in one packet completes at once without taking an id.
-    pub fn packet(
-        &mut self,
-        lane: u32,
-        desc: Descriptor,
-        data: &[u64],
-    ) -> Result<Step, AssemblyError> {
+    pub fn packet(&mut self, lane: u32, desc: Descriptor, data: &[u64]) -> Result<Step, AssemblyError> {
         if desc.begin {
             if desc.end {
                 if data.len() > self.limits.max_message_words {
@@ -210,23 +205,11 @@ impl MessageTable {
         let stamp = self.stamp();
         self.lru.insert(stamp, id);
         self.held_words += data.len();
-        self.open.insert(
-            id,
-            Message {
-                lane,
-                words: data.to_vec(),
-                stamp,
-            },
-        );
+        self.open.insert(id, Message { lane, words: data.to_vec(), stamp });
         Ok(Step::Continue { id })
     }
 
-    fn continue_message(
-        &mut self,
-        lane: u32,
-        desc: Descriptor,
-        data: &[u64],
-    ) -> Result<Step, AssemblyError> {
+    fn continue_message(&mut self, lane: u32, desc: Descriptor, data: &[u64]) -> Result<Step, AssemblyError> {
         let id = desc.id;
         let (owner, len) = match self.open.get(&id) {
             Some(message) => (message.lane, message.words.len()),
@@ -273,11 +256,7 @@ impl MessageTable {
     /// Evicts the least recently used message other than `keep`; its id is
     /// retired. Returns false if there was nothing to evict.
     fn evict_oldest(&mut self, keep: Option<u64>) -> bool {
-        let victim = self
-            .lru
-            .iter()
-            .map(|(_, &id)| id)
-            .find(|&id| Some(id) != keep);
+        let victim = self.lru.iter().map(|(_, &id)| id).find(|&id| Some(id) != keep);
         let Some(id) = victim else {
             return false;
         };
@@ -313,21 +292,11 @@ mod tests {
     use super::*;
 
     fn desc(begin: bool, end: bool, len: usize, id: u64) -> Descriptor {
-        Descriptor {
-            begin,
-            end,
-            len,
-            id,
-        }
+        Descriptor { begin, end, len, id }
     }
 
     fn small() -> Limits {
-        Limits {
-            max_message_words: 10,
-            max_open_messages: 3,
-            max_buffer_words: 20,
-            max_output_bytes: 1024,
-        }
+        Limits { max_message_words: 10, max_open_messages: 3, max_buffer_words: 20, max_output_bytes: 1024 }
     }
 
     fn begin(table: &mut MessageTable, lane: u32, data: &[u64]) -> u64 {
@@ -346,14 +315,8 @@ mod tests {
         // The reply clears BEGIN, keeps LEN and reserved bits, replaces the id.
         let word = DESC_BEGIN | 0b11100 | (3 << DESC_LEN_SHIFT) | (9 << DESC_ID_SHIFT);
         let reply = Descriptor::reply(word, 42);
-        assert_eq!(
-            reply,
-            0b11100 | (3 << DESC_LEN_SHIFT) | (42 << DESC_ID_SHIFT)
-        );
-        assert_eq!(
-            Descriptor::decode(POISON_DESCRIPTOR),
-            desc(false, false, 0, POISON_ID)
-        );
+        assert_eq!(reply, 0b11100 | (3 << DESC_LEN_SHIFT) | (42 << DESC_ID_SHIFT));
+        assert_eq!(Descriptor::decode(POISON_DESCRIPTOR), desc(false, false, 0, POISON_ID));
     }
 
     #[test]
@@ -361,15 +324,9 @@ mod tests {
         let mut t = MessageTable::new(Limits::DEFAULT);
         let id = begin(&mut t, 3, &[0]);
         assert_eq!(id, 1);
-        assert_eq!(
-            t.packet(3, desc(false, false, 2, id), &[10, 11]),
-            Ok(Step::Continue { id })
-        );
+        assert_eq!(t.packet(3, desc(false, false, 2, id), &[10, 11]), Ok(Step::Continue { id }));
         assert_eq!(t.held_words(), 3);
-        assert_eq!(
-            t.packet(3, desc(false, true, 1, id), &[12]),
-            Ok(Step::Complete(vec![0, 10, 11, 12]))
-        );
+        assert_eq!(t.packet(3, desc(false, true, 1, id), &[12]), Ok(Step::Complete(vec![0, 10, 11, 12])));
         assert_eq!(t.open_messages(), 0);
         assert_eq!(t.held_words(), 0);
     }
@@ -377,10 +334,7 @@ mod tests {
     #[test]
     fn begin_and_end_in_one_packet() {
         let mut t = MessageTable::new(Limits::DEFAULT);
-        assert_eq!(
-            t.packet(0, desc(true, true, 2, 77), &[0, 5]),
-            Ok(Step::Complete(vec![0, 5]))
-        );
+        assert_eq!(t.packet(0, desc(true, true, 2, 77), &[0, 5]), Ok(Step::Complete(vec![0, 5])));
         assert_eq!(t.open_messages(), 0);
     }
 
@@ -394,18 +348,9 @@ mod tests {
         t.packet(1, desc(false, false, 1, b), &[21]).unwrap();
         t.packet(0, desc(false, false, 1, c), &[31]).unwrap();
         t.packet(0, desc(false, false, 1, a), &[11]).unwrap();
-        assert_eq!(
-            t.packet(0, desc(false, true, 1, c), &[32]),
-            Ok(Step::Complete(vec![2, 31, 32]))
-        );
-        assert_eq!(
-            t.packet(1, desc(false, true, 0, b), &[]),
-            Ok(Step::Complete(vec![1, 21]))
-        );
-        assert_eq!(
-            t.packet(0, desc(false, true, 1, a), &[12]),
-            Ok(Step::Complete(vec![0, 11, 12]))
-        );
+        assert_eq!(t.packet(0, desc(false, true, 1, c), &[32]), Ok(Step::Complete(vec![2, 31, 32])));
+        assert_eq!(t.packet(1, desc(false, true, 0, b), &[]), Ok(Step::Complete(vec![1, 21])));
+        assert_eq!(t.packet(0, desc(false, true, 1, a), &[12]), Ok(Step::Complete(vec![0, 11, 12])));
     }
 
     #[test]
@@ -421,57 +366,27 @@ mod tests {
     #[test]
     fn unknown_and_foreign_ids() {
         let mut t = MessageTable::new(Limits::DEFAULT);
-        assert_eq!(
-            t.packet(0, desc(false, false, 1, 5), &[1]),
-            Err(AssemblyError::UnknownId)
-        );
-        assert_eq!(
-            t.packet(0, desc(false, true, 1, 5), &[1]),
-            Err(AssemblyError::UnknownId)
-        );
-        assert_eq!(
-            t.packet(0, desc(false, true, 0, POISON_ID), &[]),
-            Err(AssemblyError::UnknownId)
-        );
+        assert_eq!(t.packet(0, desc(false, false, 1, 5), &[1]), Err(AssemblyError::UnknownId));
+        assert_eq!(t.packet(0, desc(false, true, 1, 5), &[1]), Err(AssemblyError::UnknownId));
+        assert_eq!(t.packet(0, desc(false, true, 0, POISON_ID), &[]), Err(AssemblyError::UnknownId));
         let a = begin(&mut t, 4, &[0]);
-        assert_eq!(
-            t.packet(5, desc(false, false, 1, a), &[1]),
-            Err(AssemblyError::WrongLane)
-        );
-        assert_eq!(
-            t.packet(5, desc(false, true, 1, a), &[1]),
-            Err(AssemblyError::WrongLane)
-        );
+        assert_eq!(t.packet(5, desc(false, false, 1, a), &[1]), Err(AssemblyError::WrongLane));
+        assert_eq!(t.packet(5, desc(false, true, 1, a), &[1]), Err(AssemblyError::WrongLane));
         // The owner's message is untouched.
-        assert_eq!(
-            t.packet(4, desc(false, true, 1, a), &[9]),
-            Ok(Step::Complete(vec![0, 9]))
-        );
+        assert_eq!(t.packet(4, desc(false, true, 1, a), &[9]), Ok(Step::Complete(vec![0, 9])));
         // Ended: now unknown.
-        assert_eq!(
-            t.packet(4, desc(false, true, 1, a), &[9]),
-            Err(AssemblyError::UnknownId)
-        );
+        assert_eq!(t.packet(4, desc(false, true, 1, a), &[9]), Err(AssemblyError::UnknownId));
     }
 
     #[test]
     fn message_cap_fails_message_and_frees_id() {
         let mut t = MessageTable::new(small());
         let a = begin(&mut t, 0, &[0; 7]);
-        assert_eq!(
-            t.packet(0, desc(false, false, 3, a), &[0; 3]),
-            Ok(Step::Continue { id: a })
-        );
-        assert_eq!(
-            t.packet(0, desc(false, false, 1, a), &[0]),
-            Err(AssemblyError::TooLong)
-        );
+        assert_eq!(t.packet(0, desc(false, false, 3, a), &[0; 3]), Ok(Step::Continue { id: a }));
+        assert_eq!(t.packet(0, desc(false, false, 1, a), &[0]), Err(AssemblyError::TooLong));
         assert_eq!(t.open_messages(), 0);
         assert_eq!(t.held_words(), 0);
-        assert_eq!(
-            t.packet(0, desc(false, true, 1, a), &[0]),
-            Err(AssemblyError::UnknownId)
-        );
+        assert_eq!(t.packet(0, desc(false, true, 1, a), &[0]), Err(AssemblyError::UnknownId));
         assert_eq!(begin(&mut t, 0, &[0]), a);
     }
 
@@ -487,22 +402,10 @@ mod tests {
         assert_eq!(t.open_messages(), 3);
         assert_eq!(t.evicted(), 1);
         assert_ne!(d, b, "an evicted id is never handed out again");
-        assert_eq!(
-            t.packet(1, desc(false, true, 0, b), &[]),
-            Err(AssemblyError::UnknownId)
-        );
-        assert_eq!(
-            t.packet(0, desc(false, true, 0, a), &[]),
-            Ok(Step::Complete(vec![0, 1]))
-        );
-        assert_eq!(
-            t.packet(2, desc(false, true, 0, c), &[]),
-            Ok(Step::Complete(vec![0]))
-        );
-        assert_eq!(
-            t.packet(3, desc(false, true, 0, d), &[]),
-            Ok(Step::Complete(vec![0]))
-        );
+        assert_eq!(t.packet(1, desc(false, true, 0, b), &[]), Err(AssemblyError::UnknownId));
+        assert_eq!(t.packet(0, desc(false, true, 0, a), &[]), Ok(Step::Complete(vec![0, 1])));
+        assert_eq!(t.packet(2, desc(false, true, 0, c), &[]), Ok(Step::Complete(vec![0])));
+        assert_eq!(t.packet(3, desc(false, true, 0, d), &[]), Ok(Step::Complete(vec![0])));
     }
 
     #[test]
@@ -524,30 +427,15 @@ mod tests {
         let c = begin(&mut t, 2, &[0; 5]);
         assert_eq!(t.held_words(), 19);
         // a (the least recently used) grows by 3 → 22 > 20: b goes, not a.
-        assert_eq!(
-            t.packet(0, desc(false, false, 3, a), &[0; 3]),
-            Ok(Step::Continue { id: a })
-        );
+        assert_eq!(t.packet(0, desc(false, false, 3, a), &[0; 3]), Ok(Step::Continue { id: a }));
         assert_eq!(t.held_words(), 15);
-        assert_eq!(
-            t.packet(1, desc(false, true, 0, b), &[]),
-            Err(AssemblyError::UnknownId)
-        );
+        assert_eq!(t.packet(1, desc(false, true, 0, b), &[]), Err(AssemblyError::UnknownId));
         // A new 7-word message needs 22 > 20: the oldest (c) goes.
         let d = begin(&mut t, 3, &[0; 7]);
-        assert_eq!(
-            t.packet(2, desc(false, true, 0, c), &[]),
-            Err(AssemblyError::UnknownId)
-        );
+        assert_eq!(t.packet(2, desc(false, true, 0, c), &[]), Err(AssemblyError::UnknownId));
         assert_eq!(t.held_words(), 17);
-        assert_eq!(
-            t.packet(0, desc(false, true, 0, a), &[]),
-            Ok(Step::Complete(vec![0; 10]))
-        );
-        assert_eq!(
-            t.packet(3, desc(false, true, 0, d), &[]),
-            Ok(Step::Complete(vec![0; 7]))
-        );
+        assert_eq!(t.packet(0, desc(false, true, 0, a), &[]), Ok(Step::Complete(vec![0; 10])));
+        assert_eq!(t.packet(3, desc(false, true, 0, d), &[]), Ok(Step::Complete(vec![0; 7])));
         assert_eq!(t.held_words(), 0);
     }
 }

@@ -78,9 +78,7 @@ impl Default for PrintfService {
 
 impl core::fmt::Debug for PrintfService {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PrintfService")
-            .field("limits", &self.limits)
-            .finish_non_exhaustive()
+        f.debug_struct("PrintfService").field("limits", &self.limits).finish_non_exhaustive()
     }
 }
 
@@ -92,12 +90,7 @@ impl PrintfService {
 
     /// Custom limits, and a custom sink instead of fds 1/2 (tests, fuzzing).
     pub fn with_output(limits: Limits, sink: Option<Sink>) -> PrintfService {
-        PrintfService {
-            limits,
-            tables: Mutex::new(HashMap::new()),
-            sink,
-            logged: AtomicU32::new(0),
-        }
+        PrintfService { limits, tables: Mutex::new(HashMap::new()), sink, logged: AtomicU32::new(0) }
     }
 
     pub fn limits(&self) -> Limits {
@@ -112,9 +105,7 @@ impl PrintfService {
         let data = &slot[1..1 + desc.len];
         let step = {
             let mut tables = self.lock();
-            let table = tables
-                .entry(buffer_key)
-                .or_insert_with(|| MessageTable::new(self.limits));
+            let table = tables.entry(buffer_key).or_insert_with(|| MessageTable::new(self.limits));
             table.packet(lane, desc, data)
         };
         slot[0] = match step {
@@ -141,16 +132,12 @@ impl PrintfService {
 
     /// Open messages of a buffer (diagnostics and tests).
     pub fn open_messages(&self, buffer_key: usize) -> usize {
-        self.lock()
-            .get(&buffer_key)
-            .map_or(0, MessageTable::open_messages)
+        self.lock().get(&buffer_key).map_or(0, MessageTable::open_messages)
     }
 
     /// Data words held by a buffer's open messages (diagnostics and tests).
     pub fn held_words(&self, buffer_key: usize) -> usize {
-        self.lock()
-            .get(&buffer_key)
-            .map_or(0, MessageTable::held_words)
+        self.lock().get(&buffer_key).map_or(0, MessageTable::held_words)
     }
 
     /// Formats and writes a complete message; returns the reply word.
@@ -158,10 +145,7 @@ impl PrintfService {
         let formatted = match format_message(words, self.limits.max_output_bytes) {
             Ok(formatted) => formatted,
             Err(error) => {
-                self.log_once(
-                    format_bit(error),
-                    format_args!("printf: bad message: {error:?}"),
-                );
+                self.log_once(format_bit(error), format_args!("printf: bad message: {error:?}"));
                 return PRINTF_ERROR;
             }
         };
@@ -171,19 +155,12 @@ impl PrintfService {
         let written = match &self.sink {
             Some(sink) => sink(formatted.stderr, &formatted.bytes),
             None => {
-                let fd = if formatted.stderr {
-                    libc::STDERR_FILENO
-                } else {
-                    libc::STDOUT_FILENO
-                };
+                let fd = if formatted.stderr { libc::STDERR_FILENO } else { libc::STDOUT_FILENO };
                 crate::sys::write_all(fd, &formatted.bytes)
             }
         };
         if written != formatted.bytes.len() {
-            self.log_once(
-                1 << 31,
-                format_args!("printf: output write failed after {written} bytes"),
-            );
+            self.log_once(1 << 31, format_args!("printf: output write failed after {written} bytes"));
             return PRINTF_ERROR;
         }
         written as u64
@@ -192,9 +169,7 @@ impl PrintfService {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<usize, MessageTable>> {
         // A panic while holding the lock cannot leave a table half-updated in
         // a way that breaks memory safety; keep serving.
-        self.tables
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.tables.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn log_once(&self, bit: u32, args: core::fmt::Arguments<'_>) {
@@ -268,11 +243,7 @@ mod tests {
         for (a, arg) in args.iter().enumerate() {
             let chunks: Vec<&[u64]> = arg.chunks(7).collect();
             for (i, chunk) in chunks.iter().enumerate() {
-                reply = send(
-                    &mut desc,
-                    chunk,
-                    a + 1 == args.len() && i + 1 == chunks.len(),
-                );
+                reply = send(&mut desc, chunk, a + 1 == args.len() && i + 1 == chunks.len());
             }
         }
         reply
@@ -331,10 +302,7 @@ mod tests {
         let chunks: Vec<&[u64]> = words.chunks(7).collect();
         let mut ret = 0;
         for (i, chunk) in chunks.iter().enumerate() {
-            let mut slot = packet(
-                desc | if i + 1 == chunks.len() { DESC_END } else { 0 },
-                chunk,
-            );
+            let mut slot = packet(desc | if i + 1 == chunks.len() { DESC_END } else { 0 }, chunk);
             svc.serve_lane(0, 0, &mut slot);
             desc = slot[0];
             ret = slot[0];
@@ -354,11 +322,7 @@ mod tests {
         let mut slot = packet(DESC_BEGIN | DESC_END, &[0, 0]);
         svc.serve_lane(0, 0, &mut slot);
         assert_eq!(slot[0], 0);
-        assert_eq!(
-            out.lock().unwrap().len(),
-            1,
-            "an empty message writes nothing"
-        );
+        assert_eq!(out.lock().unwrap().len(), 1, "an empty message writes nothing");
         assert_eq!(svc.open_messages(0), 0);
     }
 
@@ -391,10 +355,7 @@ mod tests {
                 }
                 let take = if o == 0 { 1 } else { 3.min(m.len() - o) };
                 let last = o + take == m.len();
-                let mut slot = packet(
-                    descs[lane] | if last { DESC_END } else { 0 },
-                    &m[o..o + take],
-                );
+                let mut slot = packet(descs[lane] | if last { DESC_END } else { 0 }, &m[o..o + take]);
                 svc.serve_lane(9, lane as u32, &mut slot);
                 descs[lane] = slot[0];
                 rets[lane] = slot[0];
@@ -404,14 +365,8 @@ mod tests {
         let out = out.lock().unwrap();
         assert_eq!(out.len(), 4);
         for lane in 0..lanes {
-            let line = format!(
-                "lane {lane} says hello from {lane}{}\n",
-                "!".repeat(lane as usize * 9)
-            );
-            assert!(
-                out.iter().any(|(_, b)| b == line.as_bytes()),
-                "missing {line:?}"
-            );
+            let line = format!("lane {lane} says hello from {lane}{}\n", "!".repeat(lane as usize * 9));
+            assert!(out.iter().any(|(_, b)| b == line.as_bytes()), "missing {line:?}");
             assert_eq!(rets[lane as usize], line.len() as u64);
         }
     }
@@ -478,10 +433,7 @@ mod tests {
 
     #[test]
     fn oversized_message_fails_and_memory_is_released() {
-        let limits = Limits {
-            max_message_words: 16,
-            ..Limits::DEFAULT
-        };
+        let limits = Limits { max_message_words: 16, ..Limits::DEFAULT };
         let (svc, out) = service(limits);
         let long = vec![u64::from_le_bytes(*b"xxxxxxxx"); 20];
         let ret = device_printf(&svc, 0, 0, 0, b"%s", &[long]);
@@ -496,10 +448,7 @@ mod tests {
 
     #[test]
     fn abandoned_begins_are_evicted() {
-        let limits = Limits {
-            max_open_messages: 8,
-            ..Limits::DEFAULT
-        };
+        let limits = Limits { max_open_messages: 8, ..Limits::DEFAULT };
         let (svc, _) = service(limits);
         for i in 0..1000 {
             let mut slot = packet(DESC_BEGIN, &[0]);
@@ -515,14 +464,8 @@ mod tests {
     fn bad_content_returns_error_and_prints_nothing() {
         let (svc, out) = service(Limits::DEFAULT);
         assert_eq!(device_printf(&svc, 0, 0, 2, b"x", &[]), PRINTF_ERROR);
-        assert_eq!(
-            device_printf(&svc, 0, 0, 0, b"%d %d", &[vec![1]]),
-            PRINTF_ERROR
-        );
-        assert_eq!(
-            device_printf(&svc, 0, 0, 0, b"%ls", &[pack_string(b"w")]),
-            PRINTF_ERROR
-        );
+        assert_eq!(device_printf(&svc, 0, 0, 0, b"%d %d", &[vec![1]]), PRINTF_ERROR);
+        assert_eq!(device_printf(&svc, 0, 0, 0, b"%ls", &[pack_string(b"w")]), PRINTF_ERROR);
         // BEGIN|END with no words at all.
         let mut slot = packet(DESC_BEGIN | DESC_END, &[]);
         svc.serve_lane(0, 0, &mut slot);
@@ -570,10 +513,8 @@ mod tests {
         let out = out.lock().unwrap();
         assert_eq!(out.len(), 1600);
         for t in 0..8 {
-            let lines: Vec<_> = out
-                .iter()
-                .filter(|(_, b)| b.starts_with(format!("thread {t} ").as_bytes()))
-                .collect();
+            let lines: Vec<_> =
+                out.iter().filter(|(_, b)| b.starts_with(format!("thread {t} ").as_bytes())).collect();
             assert_eq!(lines.len(), 200);
             for (i, (_, b)) in lines.iter().enumerate() {
                 assert_eq!(*b, format!("thread {t} line {i} payload\n").into_bytes());
