@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a fresh checkout: Rust unit, header-drift and
-# model-checking tests, a bounded fuzz run, then the C suite (software HSA runtime, vmem, hostcall,
+# model-checking tests, a bounded fuzz run, then the C suite (once with
+# ASan+UBSan against a debug library, once as users build it) (software HSA runtime, vmem, hostcall,
 # printf, exported symbols) with ctest. Installs missing build tools first.
 #   BUILD_DIR      build directory (default: build/test)
 #   FUZZ_SECONDS   how long the printf fuzz target runs (default: 30)
@@ -26,6 +27,14 @@ fi
 
 echo "== fuzzing the printf service (libFuzzer, bounded)"
 bash fuzz/run.sh "${FUZZ_SECONDS:-30}"
+
+echo "== C suite under ASan + UBSan (debug library)"
+cmake -S . -B "$build_dir-asan" "${generator[@]}" -DAMDGPU_DROPIN_SANITIZE=ON \
+  -DAMDGPU_DROPIN_CARGO_PROFILE=dev -DAMDGPU_DROPIN_BUILD_BENCH=OFF
+cmake --build "$build_dir-asan" -j "$jobs"
+# Proof that the sanitizers are really in the test binaries.
+nm "$build_dir-asan/ctest/vmem/vmem_layout_aug2026" | grep -q __asan_init
+ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs"
 
 echo "== C suite (cmake + ctest)"
 generator=()
