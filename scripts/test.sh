@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a fresh checkout: Rust unit, header-drift and
-# model-checking tests, a bounded fuzz run, then the C suite (once with
-# ASan+UBSan against a debug library, once as users build it) (software HSA runtime, vmem, hostcall,
-# printf, exported symbols) with ctest. Installs missing build tools first.
+# model-checking tests, a bounded fuzz run, then the C suite with ctest
+# (software HSA runtime, vmem, hostcall, printf, exported symbols, demo) twice:
+# with ASan+UBSan against a debug library, and as users build it.
+# Installs missing build tools first.
 #   BUILD_DIR      build directory (default: build/test)
 #   FUZZ_SECONDS   how long the printf fuzz target runs (default: 30)
 set -euo pipefail
@@ -12,6 +13,8 @@ bash scripts/setup.sh
 
 build_dir=${BUILD_DIR:-build/test}
 jobs=$(nproc 2>/dev/null || echo 2)
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 
 echo "== cargo test (workspace)"
 cargo test --workspace --locked
@@ -37,8 +40,6 @@ nm "$build_dir-asan/ctest/vmem/vmem_layout_aug2026" | grep -q __asan_init
 ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs"
 
 echo "== C suite (cmake + ctest)"
-generator=()
-command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build_dir" -j "$jobs"
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
