@@ -12,4 +12,17 @@ generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build_dir" --target amdgpu_dropin_demo -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+# The demo links libhsa-runtime64.so.1 through its RUNPATH (the built-in
+# software runtime); LD_LIBRARY_PATH is searched first, so with --system-hsa
+# the system ROCr is loaded instead.
+for arg in "$@"; do
+  if [ "$arg" = --system-hsa ]; then
+    rocm_lib="${ROCM_PATH:-/opt/rocm}/lib"
+    if [ ! -e "$rocm_lib/libhsa-runtime64.so.1" ]; then
+      echo "demo: --system-hsa: no libhsa-runtime64.so.1 in $rocm_lib (set ROCM_PATH)" >&2
+      exit 1
+    fi
+    export LD_LIBRARY_PATH="$rocm_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+done
 exec "$build_dir/demo/amdgpu_dropin_demo" "$@"
