@@ -17,12 +17,15 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 -Zsanitizer=address -Cforce-frame-pointers"
 cargo build --locked --release --target "$triple" --bin printf
 echo "fuzz/run.sh: fuzzing the printf message parser and formatter for ${seconds}s"
+log="artifacts/printf/last-run.log"
+status=0
 "target/$triple/release/printf" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
-  -artifact_prefix=artifacts/printf/ corpus/printf 2>&1 | grep -E "^(#[0-9]+ *DONE|Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY|INFO: seed)" || true
-# libFuzzer exits non-zero on a crash; PIPESTATUS keeps that through the filter.
-status=${PIPESTATUS[0]}
+  -artifact_prefix=artifacts/printf/ corpus/printf >"$log" 2>&1 || status=$?
+# The summary: inputs run, and any sanitizer or crash report.
+grep -E "^(#[0-9]+ *DONE|Done|stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY|INFO: seed)" "$log" || true
 if [ "$status" != 0 ]; then
-  echo "fuzz/run.sh: the fuzzer found a failure (see fuzz/artifacts/printf/)" >&2
+  tail -n 40 "$log" >&2
+  echo "fuzz/run.sh: the fuzzer found a failure (exit $status; see fuzz/$log and fuzz/artifacts/printf/)" >&2
   exit "$status"
 fi
 echo "fuzz/run.sh: no crash in ${seconds}s"

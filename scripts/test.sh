@@ -35,8 +35,12 @@ echo "== C suite under ASan + UBSan (debug library)"
 cmake -S . -B "$build_dir-asan" "${generator[@]}" -DAMDGPU_DROPIN_SANITIZE=ON \
   -DAMDGPU_DROPIN_CARGO_PROFILE=dev -DAMDGPU_DROPIN_BUILD_BENCH=OFF
 cmake --build "$build_dir-asan" -j "$jobs"
-# Proof that the sanitizers are really in the test binaries.
-nm "$build_dir-asan/ctest/vmem/vmem_layout_aug2026" | grep -q __asan_init
+# Proof that the sanitizers are really in the test binaries (grep reads all of
+# nm's output: an early exit would kill nm with SIGPIPE under pipefail).
+if ! nm "$build_dir-asan/ctest/vmem/vmem_layout_aug2026" | grep __asan_init >/dev/null; then
+  echo "test.sh: the sanitized build has no ASan runtime" >&2
+  exit 1
+fi
 ctest --test-dir "$build_dir-asan" --output-on-failure -j "$jobs"
 
 echo "== C suite (cmake + ctest)"

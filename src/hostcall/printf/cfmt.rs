@@ -74,9 +74,19 @@ pub fn format_into(
         Value::Percent => (b"", b'%'),
         _ => return Err(CfmtError::BadConversion),
     };
-    if matches!(value, Value::Percent) && (width.is_some() || precision.is_some()) {
-        // `%%` takes no arguments; a `*` here would desynchronize varargs.
-        return Err(CfmtError::BadConversion);
+    if matches!(value, Value::Percent) {
+        if width.is_some() || precision.is_some() {
+            // `%%` takes no arguments; a `*` here would desynchronize varargs.
+            return Err(CfmtError::BadConversion);
+        }
+        // C leaves flags on `%%` undefined and glibc prints a bare "%" for
+        // every such spec: print it here rather than hand snprintf an
+        // undefined conversion.
+        if out.len() >= limit {
+            return Err(CfmtError::TooLong);
+        }
+        out.push(b'%');
+        return Ok(());
     }
     // "%" + 5 flags + "*" + ".*" + "ll" + conv + NUL <= 13 bytes.
     let mut spec = [0u8; 16];
@@ -169,7 +179,8 @@ unsafe fn call(
         Value::Char(v) => snprintf!(v),
         Value::Str(s) => snprintf!(s.as_ptr()),
         Value::Pointer(v) => snprintf!(v as usize as *const c_void),
-        Value::Percent => snprintf!(),
+        // Printed before the spec is built; never handed to snprintf.
+        Value::Percent => 0,
     }
 }
 
@@ -196,6 +207,16 @@ mod tests {
         assert_eq!(one(0, Some(-4), None, Value::Str(c"ab")), "ab  ");
         assert_eq!(one(0, None, Some(-1), Value::Str(c"abc")), "abc");
         assert_eq!(one(0, None, None, Value::Percent), "%");
+    }
+
+    #[test]
+    fn percent_with_flags_prints_a_bare_percent_like_glibc() {
+        for (bit, _) in FLAG_CHARS {
+            assert_eq!(one(bit, None, None, Value::Percent), "%");
+        }
+        let mut out = b"ab".to_vec();
+        assert_eq!(format_into(&mut out, 0, None, None, Value::Percent, 2), Err(CfmtError::TooLong));
+        assert_eq!(out, b"ab");
     }
 
     #[test]
