@@ -10,8 +10,15 @@ bash scripts/setup.sh >&2
 build_dir=${BUILD_DIR:-build/demo}
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build_dir" --target amdgpu_dropin_demo -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+mkdir -p "$build_dir"
+log="$build_dir/demo-build.log"
+echo "demo: building (log: $log)" >&2
+if ! { cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+       cmake --build "$build_dir" --target amdgpu_dropin_demo -j "$(nproc 2>/dev/null || echo 2)"; } >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "demo: build failed (full log: $log)" >&2
+  exit 1
+fi
 # The demo links libhsa-runtime64.so.1 through its RUNPATH (the built-in
 # software runtime); LD_LIBRARY_PATH is searched first, so with --system-hsa
 # the system ROCr is loaded instead.
