@@ -327,7 +327,9 @@ static void listener_threads(thread_set_t* set) {
         if (thread_cpu_ns(tid, &cpu)) {
           set->tids[set->count] = tid;
           set->cpu[set->count] = cpu;
-          snprintf(set->names[set->count], sizeof(set->names[0]), "%s", name);
+          /* Thread names are at most 15 characters (TASK_COMM_LEN 16). */
+          snprintf(set->names[set->count], sizeof(set->names[0]), "%.*s",
+                   (int)sizeof(set->names[0]) - 1, name);
           set->count++;
         }
       }
