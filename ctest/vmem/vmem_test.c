@@ -982,6 +982,83 @@ static void test_bad_input(void) {
   CHECK(corrupt.alloc_handle.handle == 1);
 }
 
+// A table whose `initialized` flag is false (IREE zeroes the struct when it
+// deinitializes it) is refused with FAILED_PRECONDITION, not searched and
+// misreported as an unsupported layout (INCOMPATIBLE).
+static void test_uninitialized_table(void) {
+  static iree_hal_amdgpu_libhsa_t table;
+  hsa_agent_t gpu = g_gpu_agents[0];
+  hsa_amd_memory_pool_t pool;
+  CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, &pool));
+  const hsa_amd_memory_access_desc_t desc = {HSA_ACCESS_PERMISSION_RW, gpu};
+  for (int variant = 0; variant < 2; ++variant) {
+    if (variant == 0) {
+      memset(&table, 0, sizeof(table));  // as after IREE's deinitialize
+    } else {
+      table = g_libhsa;  // every entry filled, but the flag says otherwise
+      table.initialized = false;
+    }
+    hsa_amd_memory_pool_t found = {0xDEAD};
+    CHECK_STATUS(
+        iree_hal_amdgpu_find_coarse_global_memory_pool(&table, gpu, &found),
+        IREE_STATUS_FAILED_PRECONDITION, "not initialized");
+    CHECK(found.handle == 0);
+    CHECK(!iree_hal_amdgpu_try_find_fine_global_memory_pool(&table, gpu, &found));
+    iree_hal_amdgpu_vmem_ringbuffer_t rb;
+    memset(&rb, 0xEE, sizeof(rb));
+    CHECK_STATUS(iree_hal_amdgpu_vmem_ringbuffer_initialize(
+                     &table, gpu, pool, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT,
+                     4096, 1, &desc, &rb),
+                 IREE_STATUS_FAILED_PRECONDITION, "not initialized");
+    CHECK(is_zero(&rb, sizeof(rb)));
+    CHECK_STATUS(iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(
+                     &table, gpu, pool, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT,
+                     4096, &g_topology, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
+                 IREE_STATUS_FAILED_PRECONDITION, "not initialized");
+    // A live ringbuffer is not released through it (and stays intact).
+    CHECK_OK(iree_hal_amdgpu_vmem_ringbuffer_initialize(
+        &g_libhsa, gpu, pool, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, 4096, 1,
+        &desc, &rb));
+    const iree_hal_amdgpu_vmem_ringbuffer_t saved = rb;
+    iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&table, &rb);
+    CHECK(memcmp(&rb, &saved, sizeof(rb)) == 0);
+    iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
+    CHECK(is_zero(&rb, sizeof(rb)));
+  }
+}
+
+// Deinitialize releases ranges computed from `capacity`: a capacity that does
+// not match the struct's pointers would unmap and free ranges outside this
+// ringbuffer (possibly another allocation's), so the struct is refused and
+// nothing is called.
+static void test_deinitialize_mismatched_capacity(void) {
+  hsa_agent_t gpu = g_gpu_agents[0];
+  hsa_amd_memory_pool_t pool;
+  CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, &pool));
+  iree_hal_amdgpu_vmem_ringbuffer_t rb;
+  CHECK_OK(iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(
+      &g_libhsa, gpu, pool, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, 4096,
+      &g_topology, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb));
+  const iree_hal_amdgpu_vmem_ringbuffer_t saved = rb;
+  const size_t capacities[] = {saved.capacity * 2, saved.capacity / 2, 0};
+  for (size_t i = 0; i < 3; ++i) {
+    rb = saved;
+    rb.capacity = capacities[i];
+    const iree_hal_amdgpu_vmem_ringbuffer_t tampered = rb;
+#if VMEM_TEST_SIM
+    hsa_sim_trace_clear();
+#endif
+    iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
+    CHECK(memcmp(&rb, &tampered, sizeof(rb)) == 0);  // left as is
+#if VMEM_TEST_SIM
+    CHECK(hsa_sim_trace_count() == 0);  // no HSA call at all
+#endif
+  }
+  rb = saved;
+  iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
+  CHECK(is_zero(&rb, sizeof(rb)));
+}
+
 //===----------------------------------------------------------------------===//
 // The caller's HSA table
 //===----------------------------------------------------------------------===//
@@ -1048,6 +1125,12 @@ static void test_missing_function(void) {
       "hsa_amd_vmem_handle_create",         "hsa_amd_vmem_handle_release",
       "hsa_amd_vmem_map",                   "hsa_amd_vmem_unmap",
   };
+  // Every IREE layout starts with hsa_init: a struct whose slot 0 is anything
+  // else is not a dynamic-mode table (e.g. IREE's static-HSA struct), so
+  // nothing past slot 0 is read or called even though the rest is intact.
+  check_missing("hsa_init", NULL);
+  check_missing("hsa_init", not_an_hsa_function);
+  if (g_failures) return;
   for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); ++i) {
     check_missing(needed[i], NULL);
     check_missing(needed[i], hsa_init_ptr);
@@ -1172,6 +1255,9 @@ static const test_case_t kTests[] = {
     {"lifetime", test_lifetime, 0},
     {"wrap", test_wrap, 0},
     {"bad_input", test_bad_input, 0},
+    {"uninitialized_table", test_uninitialized_table, 0},
+    {"deinitialize_mismatched_capacity", test_deinitialize_mismatched_capacity,
+     0},
     {"table_layout", test_table_layout, 0},
 #if !IREE_HAL_AMDGPU_LIBHSA_STATIC
     {"missing_function", test_missing_function, 0},

@@ -14,7 +14,7 @@ use hsa_sys::{
 };
 
 use crate::log::Level;
-use crate::status::{iree_status_t, to_iree_status, Error, Result};
+use crate::status::{iree_status_t, to_iree_status, Error, Result, StatusCode};
 use crate::vmem::abi::{
     iree_device_size_t, iree_hal_amdgpu_libhsa_t, iree_hal_amdgpu_topology_t,
     iree_hal_amdgpu_vmem_access_mode_t, iree_hal_amdgpu_vmem_memory_type_t,
@@ -43,7 +43,22 @@ fn in_ptr<T>(ptr: *const T, name: &str, align: usize) -> Result<NonNull<T>> {
 }
 
 /// The HSA functions of the caller's table that `needed` lists.
+///
+/// A struct whose `initialized` flag is false is refused with
+/// FAILED_PRECONDITION: IREE sets the flag once `hsa_init` succeeded and
+/// zeroes the whole struct when it deinitializes it, so such a struct holds no
+/// usable table (and searching it would misreport an unsupported layout).
 fn hsa_from(libhsa: NonNull<iree_hal_amdgpu_libhsa_t>, needed: &[Func]) -> Result<Hsa> {
+    // SAFETY: `libhsa` is non-NULL and aligned (checked by `in_ptr`) and, per
+    // the export's contract, points to IREE's libhsa struct, whose first byte
+    // is `bool initialized` in both IREE modes; any byte value is a valid u8.
+    let initialized = unsafe { libhsa.cast::<u8>().read() };
+    if initialized == 0 {
+        return Err(Error::new(
+            StatusCode::FailedPrecondition,
+            "libhsa is not initialized (iree_hal_amdgpu_libhsa_t.initialized is false)",
+        ));
+    }
     // SAFETY: `libhsa` is non-NULL and aligned (checked by `in_ptr`); the
     // export's contract says it is the caller's initialized IREE libhsa struct.
     let functions = unsafe { libhsa_table::functions_for_table(libhsa.as_ptr()) };
@@ -347,4 +362,49 @@ pub unsafe extern "C" fn iree_hal_amdgpu_vmem_ringbuffer_deinitialize(
             crate::log!(Level::Error, "iree_hal_amdgpu_vmem_ringbuffer_deinitialize: {}", error.message);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::status_code;
+
+    #[test]
+    fn uninitialized_table_is_a_failed_precondition() {
+        // A dynamic-mode struct as IREE leaves it after deinitializing it:
+        // all zero, `initialized` false.
+        #[repr(C, align(8))]
+        struct ZeroTable([u64; 2 + 118]);
+        let table = ZeroTable([0; 120]);
+        let libhsa = (&table as *const ZeroTable).cast::<iree_hal_amdgpu_libhsa_t>();
+        let mut pool = hsa_amd_memory_pool_t { handle: 7 };
+        // SAFETY: `table` is a live, aligned struct of IREE's dynamic layout;
+        // `pool` is writable.
+        let status = unsafe {
+            iree_hal_amdgpu_find_coarse_global_memory_pool(
+                libhsa,
+                hsa_agent_t { handle: 1 },
+                Some(NonNull::from(&mut pool)),
+            )
+        };
+        assert_eq!(status_code(status), StatusCode::FailedPrecondition as u32);
+        assert_eq!(pool.handle, 0);
+        let mut rb = iree_hal_amdgpu_vmem_ringbuffer_t::ZEROED;
+        let desc = hsa_amd_memory_access_desc_t { permissions: 3, agent_handle: hsa_agent_t { handle: 1 } };
+        // SAFETY: as above; `desc` is one readable descriptor, `rb` writable.
+        let status = unsafe {
+            iree_hal_amdgpu_vmem_ringbuffer_initialize(
+                libhsa,
+                hsa_agent_t { handle: 1 },
+                hsa_amd_memory_pool_t { handle: 2 },
+                0,
+                4096,
+                1,
+                &desc,
+                Some(NonNull::from(&mut rb)),
+            )
+        };
+        assert_eq!(status_code(status), StatusCode::FailedPrecondition as u32);
+        assert!(rb.is_zeroed());
+    }
 }

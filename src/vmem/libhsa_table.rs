@@ -149,7 +149,9 @@ impl Functions {
                 StatusCode::Incompatible,
                 format!(
                     "{} was not found in the iree_hal_amdgpu_libhsa_t table (first {} slots \
-                     searched by symbol identity); this IREE build's HSA table is not supported",
+                     searched by symbol identity, after slot 0 = hsa_init); this IREE build's HSA \
+                     table is not supported (an IREE built with IREE_HAL_AMDGPU_LIBHSA_STATIC=1 \
+                     needs amdgpu-dropin's libhsa-static feature)",
                     missing.name_str(),
                     MAX_SCAN_SLOTS
                 ),
@@ -273,6 +275,21 @@ pub unsafe fn functions_for_table(table: *const crate::vmem::abi::iree_hal_amdgp
                 return entry.scan.functions;
             }
         }
+    }
+    // Every IREE table layout starts with hsa_init. A struct whose slot 0 is
+    // not hsa_init holds no table we know (for example IREE built with
+    // IREE_HAL_AMDGPU_LIBHSA_STATIC=1, whose struct ends before the slots):
+    // read nothing further from it.
+    // SAFETY: see above; slot 0 is inside every dynamic-mode struct.
+    let first = unsafe { read_slot(table, 0) };
+    if first.and_then(|f| crate::hsa::identify(f as *const c_void)) != Some(c"hsa_init") {
+        crate::log!(
+            crate::log::Level::Warning,
+            "libhsa table {key:#x}: slot 0 is not hsa_init, so this is not a dynamic-mode \
+             iree_hal_amdgpu_libhsa_t (an IREE built with IREE_HAL_AMDGPU_LIBHSA_STATIC=1 needs \
+             amdgpu-dropin built with the libhsa-static feature)"
+        );
+        return Functions::default();
     }
     // SAFETY: see above; scan_slots never asks for an index >= MAX_SCAN_SLOTS.
     let scan = scan_slots(MAX_SCAN_SLOTS, |index| unsafe { read_slot(table, index) }, identify_by_symbol);

@@ -189,7 +189,8 @@ pub fn initialize(
 /// the handle (if there is a handle), then frees the reservation (if there is
 /// one). HSA failures are logged and the release continues, as upstream.
 /// Returns an error, and calls nothing, when the struct cannot be one this
-/// library produced (its ranges would overflow the address space).
+/// library produced (its ranges would overflow the address space, or its
+/// capacity does not match its two pointers).
 pub fn deinitialize(api: &dyn VmemApi, ringbuffer: &iree_hal_amdgpu_vmem_ringbuffer_t) -> Result<()> {
     let capacity = ringbuffer.capacity;
     let va_base = ringbuffer.va_base_ptr;
@@ -203,6 +204,18 @@ pub fn deinitialize(api: &dyn VmemApi, ringbuffer: &iree_hal_amdgpu_vmem_ringbuf
     }
     if has_handle && va_base.is_null() {
         return Err(Error::invalid_argument("ringbuffer is corrupt: it has a handle but no va_base_ptr"));
+    }
+    // The ranges released below are computed from `capacity`; a capacity that
+    // is not the one the ringbuffer was created with would unmap and free
+    // ranges that may belong to other allocations. `initialize` always sets
+    // `ring_base_ptr = va_base_ptr + capacity` with a non-zero capacity, so
+    // that relation must hold.
+    if !va_base.is_null() && (capacity == 0 || ringbuffer.ring_base_ptr != view(va_base, capacity, 1)) {
+        return Err(Error::invalid_argument(format!(
+            "ringbuffer is corrupt: capacity {capacity} does not match va_base_ptr {va_base:p} and \
+             ring_base_ptr {:p}",
+            ringbuffer.ring_base_ptr
+        )));
     }
     let warn = |symbol: &str, status: hsa_status_t| {
         if status != HSA_STATUS_SUCCESS {
@@ -389,5 +402,32 @@ mod tests {
         };
         assert!(deinitialize(&hsa, &no_va).is_err());
         assert!(hsa.calls().is_empty());
+    }
+
+    #[test]
+    fn deinitialize_refuses_a_capacity_that_does_not_match() {
+        let hsa = hsa();
+        let rb = initialize(
+            &hsa,
+            FakeHsa::pool_handle(0),
+            MemoryType::IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT,
+            1,
+            &descs(),
+        )
+        .unwrap();
+        let calls_before = hsa.calls().len();
+        // A doubled capacity would unmap va+2c and va+4c (outside the
+        // reservation) and free 6c bytes; a zero one would pass zero sizes.
+        for capacity in [rb.capacity * 2, rb.capacity / 2, 0] {
+            let tampered = iree_hal_amdgpu_vmem_ringbuffer_t { capacity, ..rb };
+            let err = deinitialize(&hsa, &tampered).unwrap_err();
+            assert_eq!(err.code, StatusCode::InvalidArgument, "{capacity}");
+            assert!(err.message.contains("does not match"), "{}", err.message);
+        }
+        let moved_ring = iree_hal_amdgpu_vmem_ringbuffer_t { ring_base_ptr: rb.va_base_ptr, ..rb };
+        assert!(deinitialize(&hsa, &moved_ring).is_err());
+        assert_eq!(hsa.calls().len(), calls_before, "nothing called for a corrupt struct");
+        deinitialize(&hsa, &rb).unwrap();
+        assert_eq!(hsa.live(), [0, 0, 0]);
     }
 }
