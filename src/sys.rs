@@ -100,8 +100,10 @@ pub fn exact_symbol_name(addr: *const c_void) -> Option<&'static CStr> {
 /// Registers `child` to run in the child process after fork(2)
 /// (pthread_atfork with no prepare/parent handlers).
 pub fn register_atfork_child(child: unsafe extern "C" fn()) -> Result<(), String> {
-    // SAFETY: registers a function pointer that stays valid (this library is
-    // pinned with RTLD_NODELETE by the same caller); NULL handlers are allowed.
+    // SAFETY: `handler` is an `extern "C" fn()` of this library; glibc's
+    // pthread_atfork (__register_atfork with this object's DSO handle) drops
+    // the handler if the library is ever unloaded, so it never points at
+    // unmapped code. NULL prepare/parent handlers are allowed.
     let rc = unsafe { libc::pthread_atfork(None, None, Some(child)) };
     if rc == 0 {
         Ok(())

@@ -3,6 +3,7 @@
  * crashes; a forked child does not inherit a half-running listener. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -205,12 +206,66 @@ static void test_fork_with_listener_running(void) {
   hc_free_buffer(parent_buffer);
 }
 
+/* A fork while another thread is inside the very first enableHostcalls
+ * (holding the registration lock, before any listener ever started) must not
+ * leave the child with that lock held: the child's first hostcall call would
+ * wait forever. Every enable here fails at hsa_signal_create, so no listener
+ * ever starts in this process. */
+static _Atomic int enabler_stop;
+
+static void* enabler_thread(void* buffer) {
+  /* Relaxed: a stop request only needs to be seen eventually. */
+  while (!atomic_load_explicit(&enabler_stop, memory_order_relaxed)) {
+    hsa_sim_fail_nth_call("hsa_signal_create", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+    if (enableHostcalls(buffer, 4, NULL)) {
+      fprintf(stderr, "enable succeeded despite the injected fault\n");
+      disableHostcalls(buffer, NULL);
+    }
+  }
+  return NULL;
+}
+
+static int grandchild_disable_unknown(void) {
+  static uint64_t unknown[8];
+  disableHostcalls(unknown, NULL); /* takes the registration lock */
+  return 0;
+}
+
+static int child_fork_during_first_enable(void) {
+  hc_hsa_init();
+  void* buffer = hc_alloc_buffer(4);
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, enabler_thread, buffer) != 0) return 2;
+  hc_sleep_ms(5);
+  int hung = 0;
+  for (int round = 0; round < 20; ++round) {
+    hc_child_result_t r;
+    if (!hc_fork_child(grandchild_disable_unknown, 2000, &r)) return 3;
+    if (!(r.exited && r.exit_code == 0)) {
+      fprintf(stderr, "round %d: forked child %s\n", round, hc_child_describe(&r));
+      ++hung;
+      break;
+    }
+  }
+  atomic_store_explicit(&enabler_stop, 1, memory_order_relaxed);
+  pthread_join(thread, NULL);
+  hc_free_buffer(buffer);
+  return hung ? 1 : 0;
+}
+
+static void test_fork_during_first_enable(void) {
+  hc_child_result_t r;
+  HC_REQUIRE(hc_spawn_child("fork_first_enable", NULL, 60000, &r), "spawn");
+  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+}
+
 int main(int argc, char** argv) {
   static const hc_child_case_t cases[] = {
       {"exit_from_thread", child_exit_from_thread},
       {"exit_idle", child_exit_idle},
       {"exit_slow", child_exit_during_slow_service},
       {"exit_stuck", child_exit_during_stuck_service},
+      {"fork_first_enable", child_fork_during_first_enable},
       {NULL, NULL},
   };
   hc_child_main(argc, argv, cases);
@@ -220,5 +275,6 @@ int main(int argc, char** argv) {
   HC_RUN(test_exit_during_slow_service);
   HC_RUN(test_exit_during_stuck_service);
   HC_RUN(test_fork_with_listener_running);
+  HC_RUN(test_fork_during_first_enable);
   return hc_failures == 0 ? 0 : 1;
 }

@@ -71,9 +71,10 @@ pub unsafe extern "C" fn enableHostcalls(
 
 /// Unregisters `buffer`. When it returns, the listener no longer accesses the
 /// buffer and it may be freed; it waits for a request of that buffer being
-/// served at that moment. (Called from a hostcall service, i.e. on the
-/// listener thread itself, it cannot wait: the listener then stops accessing
-/// the buffer as soon as that service returns.) The last disable stops the
+/// served at that moment. (Called from a hostcall service of that same
+/// buffer it cannot wait for itself: the listener then stops accessing the
+/// buffer as soon as that service returns. From a service of another buffer
+/// it waits as usual.) The last disable stops the
 /// listener and destroys the doorbell signal. A NULL, unknown or already
 /// disabled buffer is a logged no-op.
 ///

@@ -117,11 +117,23 @@ pub static FORK_EPOCH: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     /// On a listener thread: the address of its `Shared`; 0 elsewhere.
     static CURRENT: Cell<usize> = const { Cell::new(0) };
+    /// The address of the `Gate` this thread is inside (serving that
+    /// buffer's packets); 0 when it is inside none.
+    static SERVING: Cell<usize> = const { Cell::new(0) };
 }
 
 /// True when called on the listener thread owning `shared` (from a service).
 pub fn on_listener_thread(shared: &Shared) -> bool {
     CURRENT.try_with(|c| c.get() == shared as *const Shared as usize).unwrap_or(false)
+}
+
+/// True when this thread is inside `gate`, i.e. called from a service of the
+/// buffer `gate` guards. Only then may `disableHostcalls` skip waiting for the
+/// gate: on any other thread (a listener thread serving *another* buffer
+/// included, since the main listener and the helper serve buffers in
+/// parallel) the server inside is someone else and must be waited for.
+pub fn serving_on_this_thread(gate: &Gate) -> bool {
+    SERVING.try_with(|c| c.get() == gate as *const Gate as usize).unwrap_or(false)
 }
 
 /// True when called on any listener thread.
@@ -472,11 +484,21 @@ fn thread_main(shared: Arc<Shared>, strategy: Strategy) {
     RUNNING.fetch_sub(1, Ordering::Release);
 }
 
-/// Leaves the gate when dropped (also on unwind).
+/// Marks this thread as inside the gate (`serving_on_this_thread`) and
+/// leaves the gate when dropped (also on unwind).
 struct Inside<'a>(&'a Gate);
+
+impl<'a> Inside<'a> {
+    /// After a successful `gate.enter()`.
+    fn new(gate: &'a Gate) -> Inside<'a> {
+        let _ = SERVING.try_with(|c| c.set(gate as *const Gate as usize));
+        Inside(gate)
+    }
+}
 
 impl Drop for Inside<'_> {
     fn drop(&mut self) {
+        let _ = SERVING.try_with(|c| c.set(0));
         self.0.leave();
     }
 }
@@ -600,7 +622,7 @@ pub(super) fn serve_entry(shared: &Shared, entry: &Entry) -> u32 {
     if !entry.gate.enter() {
         return 0;
     }
-    let _inside = Inside(&entry.gate);
+    let _inside = Inside::new(&entry.gate);
     let stats = drain_ready(
         &entry.buffer,
         |service, lane, slot| shared.services.serve_lane(entry.key, service, lane, slot),
@@ -624,6 +646,14 @@ pub(super) fn serve_entry(shared: &Shared, entry: &Entry) -> u32 {
              than its {} packets (a cycle or corruption); walk stopped, each packet served at most once",
             entry.key,
             entry.buffer.packets()
+        );
+    }
+    if stats.stopped {
+        crate::log!(
+            Level::Warning,
+            "hostcall: buffer {:#x} is being disabled (or the process is exiting) while packets of \
+             it were still waiting; they are abandoned and their waves get no answer",
+            entry.key
         );
     }
     if stats.did_work() {

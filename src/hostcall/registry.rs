@@ -24,9 +24,12 @@
 //!   (the buffer address is the key).
 //! * When `disableHostcalls` returns, the listener no longer touches the
 //!   buffer; it waits for a packet of that buffer being served at that moment
-//!   (only that buffer's). Exception: called from a hostcall service on the
-//!   listener thread itself, it cannot wait for itself; the listener stops
-//!   touching the buffer once that service returns and READY is cleared.
+//!   (only that buffer's). Exception: called from a hostcall service of that
+//!   same buffer, it cannot wait for itself; the listener stops touching the
+//!   buffer once that service returns and READY is cleared. Called from a
+//!   service of *another* buffer it waits like any caller, since the main
+//!   listener and the slow-buffer helper serve in parallel (two services that
+//!   disable each other's buffers at the same moment would wait forever).
 //! * The last disable stops the listener, joins it (bounded by
 //!   `STOP_TIMEOUT`, else it is left to finish on its own) and destroys the
 //!   doorbell signal; the next enable starts a fresh one.
@@ -138,6 +141,10 @@ struct State {
 static STATE: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
 
 fn state() -> &'static State {
+    // Before any state (and its lock) can exist: a fork while another thread
+    // holds the lock must find the child handler registered, or the child
+    // inherits a lock no thread of its will ever release.
+    install_fork_hook();
     // Acquire: pairs with the release CAS that installed the state.
     let current = STATE.load(Ordering::Acquire);
     if !current.is_null() {
@@ -247,13 +254,24 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
             queue
         );
     }
-    if listener::on_listener_thread(&shared) {
+    if listener::serving_on_this_thread(&entry.gate) {
         crate::log!(
             Level::Info,
-            "disableHostcalls({key:#x}) called from a hostcall service: not waiting for the listener"
+            "disableHostcalls({key:#x}) called from a hostcall service of that buffer: not waiting \
+             for the listener"
         );
     } else {
+        // Also from a service of another buffer on a listener thread: the
+        // other listener thread (main or helper) may be inside this gate.
         wait_until_idle(&entry.gate, key);
+    }
+    // The buffer is still valid until we return. Relaxed: a diagnostic peek.
+    if entry.buffer.ready_stack().load(Ordering::Relaxed) != 0 {
+        crate::log!(
+            Level::Warning,
+            "disableHostcalls({key:#x}): packets were still waiting on the ready stack; they are \
+             abandoned and their waves get no answer"
+        );
     }
     shared.services.forget_buffer(key);
     crate::log!(Level::Info, "hostcall: disabled buffer {key:#x}; {remaining} buffer(s) enabled");
@@ -331,12 +349,22 @@ fn stop_listener(running: Running, timeout: Duration) {
 // Process hooks
 //===----------------------------------------------------------------------===//
 
-fn install_process_hooks() {
+/// Registers the fork child handler (once, before the first registration
+/// lock is taken). glibc registers it for this object (`__dso_handle`) and
+/// drops it if the object is unloaded before a listener pinned it.
+fn install_fork_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         if let Err(e) = crate::sys::register_atfork_child(after_fork_in_child) {
             crate::log!(Level::Warning, "hostcall: pthread_atfork failed: {e}");
         }
+    });
+}
+
+fn install_process_hooks() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        install_fork_hook();
         // Pin this library: a listener thread runs its code from now on.
         match crate::sys::pin_object_containing(install_process_hooks as *const c_void) {
             Ok(path) => crate::log!(Level::Debug, "hostcall: pinned {path} (RTLD_NODELETE)"),

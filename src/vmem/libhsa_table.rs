@@ -279,20 +279,21 @@ pub unsafe fn functions_for_table(table: *const crate::vmem::abi::iree_hal_amdgp
     // Every IREE table layout starts with hsa_init. A struct whose slot 0 is
     // not hsa_init holds no table we know (for example IREE built with
     // IREE_HAL_AMDGPU_LIBHSA_STATIC=1, whose struct ends before the slots):
-    // read nothing further from it.
+    // read nothing further from it (the one-slot result is cached like a scan).
     // SAFETY: see above; slot 0 is inside every dynamic-mode struct.
     let first = unsafe { read_slot(table, 0) };
-    if first.and_then(|f| crate::hsa::identify(f as *const c_void)) != Some(c"hsa_init") {
+    let scan = if first.and_then(|f| crate::hsa::identify(f as *const c_void)) != Some(c"hsa_init") {
         crate::log!(
             crate::log::Level::Warning,
             "libhsa table {key:#x}: slot 0 is not hsa_init, so this is not a dynamic-mode \
              iree_hal_amdgpu_libhsa_t (an IREE built with IREE_HAL_AMDGPU_LIBHSA_STATIC=1 needs \
              amdgpu-dropin built with the libhsa-static feature)"
         );
-        return Functions::default();
-    }
-    // SAFETY: see above; scan_slots never asks for an index >= MAX_SCAN_SLOTS.
-    let scan = scan_slots(MAX_SCAN_SLOTS, |index| unsafe { read_slot(table, index) }, identify_by_symbol);
+        Scan { functions: Functions::default(), slots: [None; FUNC_COUNT], read: vec![first] }
+    } else {
+        // SAFETY: see above; scan_slots never asks for an index >= MAX_SCAN_SLOTS.
+        scan_slots(MAX_SCAN_SLOTS, |index| unsafe { read_slot(table, index) }, identify_by_symbol)
+    };
     for func in Func::ALL {
         match scan.slots[func as usize] {
             Some(slot) => crate::log!(
@@ -666,9 +667,10 @@ mod tests {
     #[test]
     fn cache_revalidates_a_reused_table_pointer() {
         // A fake dynamic-mode struct: 16-byte prefix then 116 slots, none of
-        // which dladdr can name (local functions are not exported), so the
-        // scan reads all 116 and the result is cached; changing a slot must
-        // invalidate it.
+        // which dladdr can name (local functions are not exported). Slot 0 is
+        // not hsa_init, so only slot 0 is read and that result is cached;
+        // changing the slot must invalidate it, changing a later one must not
+        // matter (it is never read).
         #[repr(C, align(8))]
         struct FakeTable {
             prefix: [u64; 2],
@@ -679,12 +681,16 @@ mod tests {
         // SAFETY: `t` is a live, aligned struct with 116 slots after a 16-byte prefix.
         let first = unsafe { functions_for_table(ptr) };
         assert_eq!(first, Functions::default());
-        t.slots[3] = Some(other_b);
+        let read_slots = |ptr| {
+            let cache = CACHE.lock();
+            let entry = cache.entries.iter().find(|e| e.table == ptr as usize).expect("cached");
+            entry.scan.read.iter().map(|f| f.map(|f| f as usize)).collect::<Vec<_>>()
+        };
+        assert_eq!(read_slots(ptr), vec![Some(other_a as RawFn as usize)]);
+        t.slots[0] = Some(other_b);
         // SAFETY: as above.
-        let second = unsafe { functions_for_table((&*t as *const FakeTable).cast()) };
+        let second = unsafe { functions_for_table(ptr) };
         assert_eq!(second, Functions::default());
-        let cache = CACHE.lock();
-        let entry = cache.entries.iter().find(|e| e.table == ptr as usize).expect("cached");
-        assert_eq!(entry.scan.read[3].map(|f| f as usize), Some(other_b as RawFn as usize));
+        assert_eq!(read_slots(ptr), vec![Some(other_b as RawFn as usize)]);
     }
 }
