@@ -125,9 +125,42 @@ struct StringView {
 type StatusAllocateFn =
     unsafe extern "C" fn(code: u32, file: *const c_char, line: u32, message: StringView) -> iree_status_t;
 
+// A weak reference to IREE's allocator, bound by the linker: IREE is usually
+// linked statically into an application that exports nothing, where dlsym
+// cannot see the symbol but a link-time reference can. Unresolved, it is 0.
+// (Stable Rust has no weak extern items, hence the assembly; the data word
+// is hidden, so it never joins the library's exported API.)
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+core::arch::global_asm!(
+    ".weak iree_status_allocate",
+    ".pushsection .data.rel.ro.amdgpu_dropin_status_allocate_ref,\"aw\"",
+    ".balign 8",
+    ".globl amdgpu_dropin_status_allocate_ref",
+    ".hidden amdgpu_dropin_status_allocate_ref",
+    "amdgpu_dropin_status_allocate_ref:",
+    ".quad iree_status_allocate",
+    ".popsection",
+);
+
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+extern "C" {
+    /// The address of `iree_status_allocate` if the link (static or dynamic) has it, else NULL.
+    static amdgpu_dropin_status_allocate_ref: Option<StatusAllocateFn>;
+}
+
 fn status_allocator() -> Option<StatusAllocateFn> {
     static ALLOCATOR: OnceLock<Option<StatusAllocateFn>> = OnceLock::new();
     *ALLOCATOR.get_or_init(|| {
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            // SAFETY: the word is defined by the assembly above, 8-aligned and
+            // written only by the dynamic loader before any code runs; NULL or
+            // the address of IREE's `iree_status_allocate`, whose signature is
+            // `StatusAllocateFn`.
+            if let Some(allocate) = unsafe { amdgpu_dropin_status_allocate_ref } {
+                return Some(allocate);
+            }
+        }
         let ptr = crate::sys::dlsym_default(c"iree_status_allocate")?;
         // SAFETY: IREE exports `iree_status_allocate` with exactly this signature
         // (code, file, line, string view by value).
