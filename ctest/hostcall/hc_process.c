@@ -254,6 +254,14 @@ static int child_fork_during_first_enable(void) {
 }
 
 static void test_fork_during_first_enable(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  /* The library allocates its fresh registry in the forked child. glibc's
+   * malloc is fork-safe, but GCC's ASan allocator is not: a child forked while
+   * the enabling thread is inside malloc deadlocks on ASan's allocator lock.
+   * So this case runs only in builds without ASan. */
+  printf("skip test_fork_during_first_enable: the ASan allocator is not fork-safe\n");
+  return;
+#endif
   hc_child_result_t r;
   HC_REQUIRE(hc_spawn_child("fork_first_enable", NULL, 60000, &r), "spawn");
   HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
