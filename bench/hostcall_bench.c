@@ -492,14 +492,10 @@ static bool run_segment(const options_t* opt, result_t* r, uint32_t duration_ms)
   group_t normal = {g_states, false};
   group_t slow = {&g_states[MAX_WAVES], true};
   bool isolation = r->kind != KIND_THROUGHPUT;
-  device_sim_waves_config_t config;
-  memset(&config, 0, sizeof(config));
-  config.buffers = isolation ? (void* const*)&g_buffers[1] : (void* const*)g_buffers;
-  config.buffer_count = isolation ? r->buffers - 1 : r->buffers;
-  config.waves = r->waves;
-  config.calls_per_wave = 0;
-  config.seed = 4;
-  config.timeout_ns = CALL_TIMEOUT_NS;
+  void* const* buffers = isolation ? (void* const*)&g_buffers[1] : (void* const*)g_buffers;
+  uint32_t buffer_count = isolation ? r->buffers - 1 : r->buffers;
+  device_sim_waves_config_t config =
+      device_sim_waves_config(buffers, buffer_count, r->waves, 0, 4, CALL_TIMEOUT_NS);
   config.fill = fill_hook;
   config.check = check_hook;
   config.user = &normal;

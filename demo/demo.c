@@ -175,14 +175,8 @@ static int demo_hostcall(void) {
     return 1;
   }
   void* buffers[1] = {buffer};
-  device_sim_waves_config_t config;
-  memset(&config, 0, sizeof(config));
-  config.buffers = buffers;
-  config.buffer_count = 1;
-  config.waves = 8;
-  config.calls_per_wave = 2000;
-  config.seed = 2026;
-  config.timeout_ns = 10ull * 1000 * 1000 * 1000;
+  device_sim_waves_config_t config = device_sim_waves_config(
+      buffers, 1, 8, 2000, 2026, 10ull * 1000 * 1000 * 1000);
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
   double seconds = (double)result.elapsed_ns / 1e9;

@@ -325,6 +325,20 @@ static void default_fill(uint32_t wave, uint32_t call, uint64_t* rng, uint32_t* 
   }
 }
 
+device_sim_waves_config_t device_sim_waves_config(void* const* buffers, uint32_t buffer_count,
+                                                  uint32_t waves, uint32_t calls_per_wave,
+                                                  uint64_t seed, uint64_t timeout_ns) {
+  device_sim_waves_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.buffers = buffers;
+  config.buffer_count = buffer_count;
+  config.waves = waves;
+  config.calls_per_wave = calls_per_wave;
+  config.seed = seed;
+  config.timeout_ns = timeout_ns;
+  return config;
+}
+
 int device_sim_fc_checked_call(void* buffer, uint64_t activemask, uint64_t salt,
                                uint64_t timeout_ns) {
   uint64_t lanes[DEVICE_SIM_LANES][DEVICE_SIM_SLOT_WORDS];

@@ -234,6 +234,13 @@ typedef struct device_sim_waves_result {
   char first_failure[256]; /* text describing the first mismatch or error */
 } device_sim_waves_result_t;
 
+/* A config for `waves` threads doing `calls_per_wave` calls each on
+ * buffers[0..buffer_count) with the default FUNCTION_CALL fill and check,
+ * `seed`, and `timeout_ns` per call; every other field zero. */
+device_sim_waves_config_t device_sim_waves_config(void* const* buffers, uint32_t buffer_count,
+                                                  uint32_t waves, uint32_t calls_per_wave,
+                                                  uint64_t seed, uint64_t timeout_ns);
+
 /* Starts config->waves threads, each doing its calls, joins them and fills
  * *result. Returns 0 if every call completed with a matching answer,
  * otherwise -1 (details in *result). */

@@ -73,14 +73,8 @@ static void test_dlclose_with_buffer_enabled(void) {
     HC_CHECK(hc_thread_count() > threads0, "listener thread not running");
     /* Traffic in flight right up to the unload. */
     void* buffers[1] = {buffer};
-    device_sim_waves_config_t config;
-    memset(&config, 0, sizeof(config));
-    config.buffers = buffers;
-    config.buffer_count = 1;
-    config.waves = 2;
-    config.calls_per_wave = 100;
-    config.seed = 1;
-    config.timeout_ns = TIMEOUT_NS;
+    device_sim_waves_config_t config = device_sim_waves_config(
+        buffers, 1, 2, 100, 1, TIMEOUT_NS);
     device_sim_waves_result_t result;
     HC_CHECK(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
     HC_CHECK(dlclose(api.handle) == 0, "dlclose: %s", dlerror());

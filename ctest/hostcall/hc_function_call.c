@@ -21,14 +21,8 @@ static void run_config(uint32_t num_packets, uint32_t waves, uint32_t calls, uin
   HC_REQUIRE(buffer != NULL, "alloc");
   HC_REQUIRE(enableHostcalls(buffer, num_packets, (const void*)0x1234), "enable n=%u", num_packets);
   void* buffers[1] = {buffer};
-  device_sim_waves_config_t config;
-  memset(&config, 0, sizeof(config));
-  config.buffers = buffers;
-  config.buffer_count = 1;
-  config.waves = waves;
-  config.calls_per_wave = calls;
-  config.seed = seed;
-  config.timeout_ns = TIMEOUT_NS;
+  device_sim_waves_config_t config = device_sim_waves_config(
+      buffers, 1, waves, calls, seed, TIMEOUT_NS);
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);

@@ -84,14 +84,8 @@ static void test_initial_layout(void) {
     }
     /* And it works: as many waves as packets, each holding one packet. */
     void* buffers[1] = {buffer};
-    device_sim_waves_config_t config;
-    memset(&config, 0, sizeof(config));
-    config.buffers = buffers;
-    config.buffer_count = 1;
-    config.waves = n < 16 ? n : 16;
-    config.calls_per_wave = 20;
-    config.seed = n;
-    config.timeout_ns = TIMEOUT_NS;
+    device_sim_waves_config_t config = device_sim_waves_config(
+        buffers, 1, n < 16 ? n : 16, 20, n, TIMEOUT_NS);
     device_sim_waves_result_t result;
     HC_CHECK(device_sim_run_waves(&config, &result) == 0, "n=%u: %s", n, result.first_failure);
     disableHostcalls(buffer, NULL);

@@ -27,14 +27,8 @@ static void test_many_buffers_served_at_once(void) {
     HC_REQUIRE(buffers[i] != NULL && enableHostcalls(buffers[i], counts[i], &buffers[i]),
                "enable %d", i);
   }
-  device_sim_waves_config_t config;
-  memset(&config, 0, sizeof(config));
-  config.buffers = buffers;
-  config.buffer_count = B;
-  config.waves = 16;
-  config.calls_per_wave = 1500;
-  config.seed = 7;
-  config.timeout_ns = TIMEOUT_NS;
+  device_sim_waves_config_t config = device_sim_waves_config(
+      buffers, B, 16, 1500, 7, TIMEOUT_NS);
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
@@ -95,14 +89,8 @@ static void test_churn_while_serving(void) {
     buffers[i] = hc_alloc_buffer(8);
     HC_REQUIRE(buffers[i] != NULL && enableHostcalls(buffers[i], 8, NULL), "enable %d", i);
   }
-  device_sim_waves_config_t config;
-  memset(&config, 0, sizeof(config));
-  config.buffers = buffers;
-  config.buffer_count = B;
-  config.waves = 8;
-  config.calls_per_wave = 1500;
-  config.seed = 11;
-  config.timeout_ns = TIMEOUT_NS;
+  device_sim_waves_config_t config = device_sim_waves_config(
+      buffers, B, 8, 1500, 11, TIMEOUT_NS);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
   HC_REQUIRE(waves != NULL, "start waves");
 
@@ -166,14 +154,8 @@ static void test_disable_one_of_many(void) {
   void* b = hc_alloc_buffer(8);
   HC_REQUIRE(enableHostcalls(a, 8, NULL) && enableHostcalls(b, 8, NULL), "enable");
   void* buffers[1] = {a};
-  device_sim_waves_config_t config;
-  memset(&config, 0, sizeof(config));
-  config.buffers = buffers;
-  config.buffer_count = 1;
-  config.waves = 4;
-  config.calls_per_wave = 2000;
-  config.seed = 5;
-  config.timeout_ns = TIMEOUT_NS;
+  device_sim_waves_config_t config = device_sim_waves_config(
+      buffers, 1, 4, 2000, 5, TIMEOUT_NS);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
   HC_REQUIRE(waves != NULL, "start");
   for (int i = 0; i < 50; ++i) {

@@ -23,14 +23,8 @@ static int call_ok(void* buffer, uint64_t salt) {
 
 static device_sim_waves_t* start_waves(void* const* buffers, uint32_t count, uint32_t waves,
                                        uint32_t calls) {
-  device_sim_waves_config_t config;
-  memset(&config, 0, sizeof(config));
-  config.buffers = buffers;
-  config.buffer_count = count;
-  config.waves = waves;
-  config.calls_per_wave = calls;
-  config.seed = 3;
-  config.timeout_ns = TIMEOUT_NS;
+  device_sim_waves_config_t config = device_sim_waves_config(
+      buffers, count, waves, calls, 3, TIMEOUT_NS);
   return device_sim_waves_start(&config);
 }
 
@@ -156,14 +150,8 @@ static int fork_child_body(void) {
   }
   void* buffers[1] = {fresh};
   device_sim_waves_result_t result;
-  device_sim_waves_config_t config;
-  memset(&config, 0, sizeof(config));
-  config.buffers = buffers;
-  config.buffer_count = 1;
-  config.waves = 4;
-  config.calls_per_wave = 200;
-  config.seed = 77;
-  config.timeout_ns = TIMEOUT_NS;
+  device_sim_waves_config_t config = device_sim_waves_config(
+      buffers, 1, 4, 200, 77, TIMEOUT_NS);
   if (device_sim_run_waves(&config, &result) != 0) {
     fprintf(stderr, "child waves: %s\n", result.first_failure);
     failures++;

@@ -40,14 +40,8 @@ static int call_ok(void* buffer, uint64_t salt) {
 static int run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, char* why,
                      size_t why_size) {
   void* buffers[1] = {buffer};
-  device_sim_waves_config_t config;
-  memset(&config, 0, sizeof(config));
-  config.buffers = buffers;
-  config.buffer_count = 1;
-  config.waves = waves;
-  config.calls_per_wave = calls;
-  config.seed = seed;
-  config.timeout_ns = TIMEOUT_NS;
+  device_sim_waves_config_t config = device_sim_waves_config(
+      buffers, 1, waves, calls, seed, TIMEOUT_NS);
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
