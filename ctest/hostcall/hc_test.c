@@ -121,6 +121,15 @@ void hc_child_main(int argc, char** argv, const hc_child_case_t* cases) {
   exit(2);
 }
 
+/* Appends a chunk of the child's stderr, keeping what fits. */
+static void append_err(hc_child_result_t* result, const char* chunk, size_t n) {
+  size_t room = sizeof(result->err) - 1 - result->err_len;
+  size_t take = n < room ? n : room;
+  memcpy(result->err + result->err_len, chunk, take);
+  result->err_len += take;
+  result->err[result->err_len] = '\0';
+}
+
 /* Reads the child's stderr until EOF, waits for it, kills it at the deadline. */
 static void collect(pid_t pid, int fd, uint32_t timeout_ms, uint64_t start,
                     hc_child_result_t* result) {
@@ -144,11 +153,7 @@ static void collect(pid_t pid, int fd, uint32_t timeout_ms, uint64_t start,
         char chunk[4096];
         ssize_t n = read(fd, chunk, sizeof(chunk));
         if (n > 0) {
-          size_t room = sizeof(result->err) - 1 - result->err_len;
-          size_t take = (size_t)n < room ? (size_t)n : room;
-          memcpy(result->err + result->err_len, chunk, take);
-          result->err_len += take;
-          result->err[result->err_len] = '\0';
+          append_err(result, chunk, (size_t)n);
         } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
           eof = true;
         }
@@ -166,11 +171,7 @@ static void collect(pid_t pid, int fd, uint32_t timeout_ms, uint64_t start,
     char chunk[4096];
     ssize_t n = read(fd, chunk, sizeof(chunk));
     if (n <= 0) break;
-    size_t room = sizeof(result->err) - 1 - result->err_len;
-    size_t take = (size_t)n < room ? (size_t)n : room;
-    memcpy(result->err + result->err_len, chunk, take);
-    result->err_len += take;
-    result->err[result->err_len] = '\0';
+    append_err(result, chunk, (size_t)n);
   }
   close(fd);
   result->elapsed_ms = hc_now_ms() - start;
@@ -182,6 +183,30 @@ static void collect(pid_t pid, int fd, uint32_t timeout_ms, uint64_t start,
   }
 }
 
+/* Forks with the child's stderr going to a pipe. Returns the pid (0 in the
+ * child, -1 on failure) and, in the parent, the pipe's read end and the start
+ * time. */
+static pid_t fork_with_stderr_pipe(int* read_fd, uint64_t* start) {
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) return -1;
+  fflush(NULL);
+  *start = hc_now_ms();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(pipefd[0]);
+    close(pipefd[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(pipefd[0]);
+    dup2(pipefd[1], 2);
+    return 0;
+  }
+  close(pipefd[1]);
+  *read_fd = pipefd[0];
+  return pid;
+}
+
 bool hc_spawn_child(const char* name, const char* const* env, uint32_t timeout_ms,
                     hc_child_result_t* result) {
   memset(result, 0, sizeof(*result));
@@ -189,18 +214,11 @@ bool hc_spawn_child(const char* name, const char* const* env, uint32_t timeout_m
   ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (len <= 0) return false;
   exe[len] = '\0';
-  int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) return false;
-  fflush(NULL);
-  uint64_t start = hc_now_ms();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(pipefd[0]);
-    close(pipefd[1]);
-    return false;
-  }
+  int fd = -1;
+  uint64_t start = 0;
+  pid_t pid = fork_with_stderr_pipe(&fd, &start);
+  if (pid < 0) return false;
   if (pid == 0) {
-    dup2(pipefd[1], 2);
     for (const char* const* e = env; e != NULL && *e != NULL; ++e) {
       putenv((char*)*e);
     }
@@ -208,32 +226,22 @@ bool hc_spawn_child(const char* name, const char* const* env, uint32_t timeout_m
     execve(exe, args, environ);
     _exit(127);
   }
-  close(pipefd[1]);
-  collect(pid, pipefd[0], timeout_ms, start, result);
+  collect(pid, fd, timeout_ms, start, result);
   return true;
 }
 
 bool hc_fork_child(hc_child_fn fn, uint32_t timeout_ms, hc_child_result_t* result) {
   memset(result, 0, sizeof(*result));
-  int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) return false;
-  fflush(NULL);
-  uint64_t start = hc_now_ms();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(pipefd[0]);
-    close(pipefd[1]);
-    return false;
-  }
+  int fd = -1;
+  uint64_t start = 0;
+  pid_t pid = fork_with_stderr_pipe(&fd, &start);
+  if (pid < 0) return false;
   if (pid == 0) {
-    close(pipefd[0]);
-    dup2(pipefd[1], 2);
     int code = fn();
     fflush(NULL);
     _exit(code);
   }
-  close(pipefd[1]);
-  collect(pid, pipefd[0], timeout_ms, start, result);
+  collect(pid, fd, timeout_ms, start, result);
   return true;
 }
 
