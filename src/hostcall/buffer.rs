@@ -27,6 +27,14 @@ use super::sync::{AtomicU32, AtomicU64};
 pub struct PacketIndex(u32);
 
 impl PacketIndex {
+    /// The index a tagged pointer designates, if it is below `packets`: the
+    /// one check that stands between a device-written pointer and an address
+    /// (shared by the real and the modelled buffer).
+    fn checked(ptr: u64, index_mask: u64, packets: u32) -> Option<PacketIndex> {
+        let index = layout::index_of(ptr, index_mask);
+        (index < u64::from(packets)).then_some(PacketIndex(index as u32))
+    }
+
     #[cfg(any(test, loom))]
     pub fn get(self) -> u32 {
         self.0
@@ -90,8 +98,7 @@ mod real {
 
         /// The packet a tagged pointer designates, if it exists.
         pub fn packet_index(&self, ptr: u64) -> Option<PacketIndex> {
-            let index = layout::index_of(ptr, self.index_mask);
-            (index < u64::from(self.packets)).then_some(PacketIndex(index as u32))
+            PacketIndex::checked(ptr, self.index_mask, self.packets)
         }
 
         fn word(&self, offset: usize) -> &AtomicU64 {
@@ -264,8 +271,7 @@ mod model {
         }
 
         pub fn packet_index(&self, ptr: u64) -> Option<PacketIndex> {
-            let index = layout::index_of(ptr, self.index_mask);
-            (index < u64::from(self.packets)).then_some(PacketIndex(index as u32))
+            PacketIndex::checked(ptr, self.index_mask, self.packets)
         }
 
         fn packet(&self, index: PacketIndex) -> &Packet {
