@@ -645,6 +645,23 @@ static bool run_idle(const options_t* opt, idle_t* r) {
 #define MAX_RESULTS 256
 static result_t g_results[MAX_RESULTS];
 static size_t g_result_count;
+
+/* The results of one configuration, one per enabled mode (NULL for the others). */
+static void new_result_pair(const options_t* opt, int kind, uint32_t delay_us, uint32_t waves,
+                            uint32_t buffers, result_t* pair[MODE_COUNT]) {
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    pair[m] = NULL;
+    if (!opt->modes[m]) continue;
+    result_t* r = &g_results[g_result_count++];
+    memset(r, 0, sizeof(*r));
+    r->kind = kind;
+    r->mode = m;
+    r->delay_us = delay_us;
+    r->waves = waves;
+    r->buffers = buffers;
+    pair[m] = r;
+  }
+}
 static idle_t g_idle[MODE_COUNT];
 static bool g_have_idle;
 
@@ -1181,18 +1198,8 @@ int main(int argc, char** argv) {
     print_header(delay);
     for (uint32_t wi = 0; wi < opt.wave_count; ++wi) {
       for (uint32_t bi = 0; bi < opt.buffer_count; ++bi) {
-        result_t* pair[MODE_COUNT] = {NULL, NULL};
-        for (int m = 0; m < MODE_COUNT; ++m) {
-          if (!opt.modes[m]) continue;
-          result_t* r = &g_results[g_result_count++];
-          memset(r, 0, sizeof(*r));
-          r->kind = KIND_THROUGHPUT;
-          r->mode = m;
-          r->delay_us = delay;
-          r->waves = opt.waves[wi];
-          r->buffers = opt.buffers[bi];
-          pair[m] = r;
-        }
+        result_t* pair[MODE_COUNT];
+        new_result_pair(&opt, KIND_THROUGHPUT, delay, opt.waves[wi], opt.buffers[bi], pair);
         measure_pair(&opt, pair);
         for (int m = 0; m < MODE_COUNT; ++m) {
           result_t* r = pair[m];
@@ -1216,18 +1223,8 @@ int main(int argc, char** argv) {
            "p50 us", "p99 us", "p99.9 us", "cpu us/rt", "lst us/rt", "slow calls", "other",
            "thr");
     for (int kind = KIND_ISOLATION_REF; kind <= KIND_ISOLATION_SLOW; ++kind) {
-      result_t* pair[MODE_COUNT] = {NULL, NULL};
-      for (int m = 0; m < MODE_COUNT; ++m) {
-        if (!opt.modes[m]) continue;
-        result_t* r = &g_results[g_result_count++];
-        memset(r, 0, sizeof(*r));
-        r->kind = kind;
-        r->mode = m;
-        r->delay_us = 20;
-        r->waves = ISOLATION_NORMAL_WAVES;
-        r->buffers = ISOLATION_BUFFERS;
-        pair[m] = r;
-      }
+      result_t* pair[MODE_COUNT];
+      new_result_pair(&opt, kind, 20, ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS, pair);
       measure_pair(&opt, pair);
       for (int m = 0; m < MODE_COUNT; ++m) {
         result_t* r = pair[m];
