@@ -158,15 +158,25 @@ int main(void) {
     CHECK(who == SERVED_BY_MAIN, "the first three slow calls run on the main listener");
   }
 
+  /* From now on the helper serves A. The main listener also serves a
+   * slow-marked buffer while the helper has been inside one visit for over
+   * 250 us (so a preempted helper never strands it): on a loaded machine one
+   * of these calls may take that path, so 3 of 4 must be the helper's, and
+   * B must progress during each of those. */
+  int by_helper = 0;
   for (int k = 0; k < 4; ++k) {
     who = call(a, slow_function, 5 + (uint64_t)k);
     during = atomic_load_explicit(&g_b_during, memory_order_relaxed);
     printf("slow call %d served by %s; B completed %llu calls during it\n", k + 4,
            who == SERVED_BY_MAIN ? "the main listener" : who == SERVED_BY_HELPER ? "the helper" : "?",
            (unsigned long long)during);
-    CHECK(who == SERVED_BY_HELPER, "a buffer found slow is served by the helper");
-    CHECK(during >= 1, "buffer B is served while buffer A's host function sleeps %d ms", SLOW_MS);
+    CHECK(who == SERVED_BY_HELPER || who == SERVED_BY_MAIN, "served by a listener thread");
+    if (who == SERVED_BY_HELPER) {
+      ++by_helper;
+      CHECK(during >= 1, "buffer B is served while buffer A's host function sleeps %d ms", SLOW_MS);
+    }
   }
+  CHECK(by_helper >= 3, "a buffer found slow is served by the helper (%d of 4 calls)", by_helper);
 
   atomic_store_explicit(&g_stop, 1, memory_order_relaxed);
   pthread_join(thread, NULL);
