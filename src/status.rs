@@ -2,11 +2,15 @@
 //!
 //! `iree_status_t` is pointer-sized; NULL is OK and the low 5 bits hold the
 //! code. A code-only value (`code as uintptr_t`) is valid in every IREE build.
-//! When the process provides IREE's status allocator we use it so statuses
-//! carry messages like upstream's; otherwise we return code-only statuses.
+//! When the process provides IREE's formatting status allocator
+//! (`iree_status_allocate_f`) we use it, so statuses carry messages like
+//! upstream's and the file and line of the Rust code that raised the error;
+//! otherwise we return code-only statuses.
 
-use core::ffi::{c_char, c_void};
-use std::sync::OnceLock;
+use core::ffi::{c_char, c_int, c_void, CStr};
+use core::panic::Location;
+use std::ffi::CString;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use hsa_sys::*;
 
@@ -82,20 +86,24 @@ pub fn code_from_hsa(status: hsa_status_t) -> StatusCode {
     }
 }
 
-/// A failure inside the library: an IREE code plus a human message.
+/// A failure inside the library: an IREE code, a human message and the
+/// source location that raised it (the status's file and line).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     pub code: StatusCode,
     pub message: String,
+    pub location: &'static Location<'static>,
 }
 
 impl Error {
+    #[track_caller]
     pub fn new(code: StatusCode, message: impl Into<String>) -> Error {
-        Error { code, message: message.into() }
+        Error { code, message: message.into(), location: Location::caller() }
     }
 
     /// An HSA call `symbol` failed with `status`: message shaped like IREE's
-    /// wrappers, `[symbol] HSA_STATUS_...: details`.
+    /// wrappers, `[symbol] HSA_STATUS_...`, then `: details`.
+    #[track_caller]
     pub fn from_hsa(symbol: &str, status: hsa_status_t, details: &str) -> Error {
         let name =
             hsa_status_name(status).map(str::to_owned).unwrap_or_else(|| format!("HSA status {status:#x}"));
@@ -104,9 +112,10 @@ impl Error {
         } else {
             format!("[{symbol}] {name}: {details}")
         };
-        Error { code: code_from_hsa(status), message }
+        Error::new(code_from_hsa(status), message)
     }
 
+    #[track_caller]
     pub fn invalid_argument(message: impl Into<String>) -> Error {
         Error::new(StatusCode::InvalidArgument, message)
     }
@@ -114,16 +123,23 @@ impl Error {
 
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
-/// `iree_string_view_t`
-#[repr(C)]
-struct StringView {
-    data: *const c_char,
-    size: usize,
-}
-
-/// `iree_status_allocate(code, file, line, message)` when the process has it.
-type StatusAllocateFn =
-    unsafe extern "C" fn(code: u32, file: *const c_char, line: u32, message: StringView) -> iree_status_t;
+/// `iree_status_allocate_f(code, file, line, format, ...)`: IREE formats the
+/// message into the status's own storage, so it outlives our call.
+///
+/// Contract (IREE `runtime/src/iree/base/status.c`): `file` is borrowed for
+/// the life of the status (IREE passes `__FILE__`); the formatted message is
+/// copied; an OK code gives OK; when IREE is built without status messages or
+/// its allocation fails the result is code-only. Its sibling
+/// `iree_status_allocate(code, file, line, message)` *borrows* the message
+/// ("rodata strings ... not retained"), which is why we never use it for
+/// messages we build at run time.
+type StatusAllocateFormatFn = unsafe extern "C" fn(
+    code: u32,
+    file: *const c_char,
+    line: u32,
+    format: *const c_char,
+    ...
+) -> iree_status_t;
 
 // A weak reference to IREE's allocator, bound by the linker: IREE is usually
 // linked statically into an application that exports nothing, where dlsym
@@ -132,40 +148,58 @@ type StatusAllocateFn =
 // is hidden, so it never joins the library's exported API.)
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 core::arch::global_asm!(
-    ".weak iree_status_allocate",
-    ".pushsection .data.rel.ro.amdgpu_dropin_status_allocate_ref,\"aw\"",
+    ".weak iree_status_allocate_f",
+    ".pushsection .data.rel.ro.amdgpu_dropin_status_allocate_f_ref,\"aw\"",
     ".balign 8",
-    ".globl amdgpu_dropin_status_allocate_ref",
-    ".hidden amdgpu_dropin_status_allocate_ref",
-    "amdgpu_dropin_status_allocate_ref:",
-    ".quad iree_status_allocate",
+    ".globl amdgpu_dropin_status_allocate_f_ref",
+    ".hidden amdgpu_dropin_status_allocate_f_ref",
+    "amdgpu_dropin_status_allocate_f_ref:",
+    ".quad iree_status_allocate_f",
     ".popsection",
 );
 
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 extern "C" {
-    /// The address of `iree_status_allocate` if the link (static or dynamic) has it, else NULL.
-    static amdgpu_dropin_status_allocate_ref: Option<StatusAllocateFn>;
+    /// The address of `iree_status_allocate_f` if the link (static or dynamic) has it, else NULL.
+    static amdgpu_dropin_status_allocate_f_ref: Option<StatusAllocateFormatFn>;
 }
 
-fn status_allocator() -> Option<StatusAllocateFn> {
-    static ALLOCATOR: OnceLock<Option<StatusAllocateFn>> = OnceLock::new();
+fn status_allocator() -> Option<StatusAllocateFormatFn> {
+    static ALLOCATOR: OnceLock<Option<StatusAllocateFormatFn>> = OnceLock::new();
     *ALLOCATOR.get_or_init(|| {
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             // SAFETY: the word is defined by the assembly above, 8-aligned and
             // written only by the dynamic loader before any code runs; NULL or
-            // the address of IREE's `iree_status_allocate`, whose signature is
-            // `StatusAllocateFn`.
-            if let Some(allocate) = unsafe { amdgpu_dropin_status_allocate_ref } {
+            // the address of IREE's `iree_status_allocate_f`, whose signature
+            // is `StatusAllocateFormatFn`.
+            if let Some(allocate) = unsafe { amdgpu_dropin_status_allocate_f_ref } {
                 return Some(allocate);
             }
         }
-        let ptr = crate::sys::dlsym_default(c"iree_status_allocate")?;
-        // SAFETY: IREE exports `iree_status_allocate` with exactly this signature
-        // (code, file, line, string view by value).
-        Some(unsafe { core::mem::transmute::<*mut c_void, StatusAllocateFn>(ptr) })
+        let ptr = crate::sys::dlsym_default(c"iree_status_allocate_f")?;
+        // SAFETY: IREE exports `iree_status_allocate_f` with exactly this
+        // signature (code, file, line, printf-style format and arguments).
+        Some(unsafe { core::mem::transmute::<*mut c_void, StatusAllocateFormatFn>(ptr) })
     })
+}
+
+/// `file` as a NUL-terminated string that lives as long as the process: IREE
+/// keeps the pointer in the status (as it keeps `__FILE__`), and a status may
+/// outlive even a `dlclose` of this library, so the copy is on the heap, made
+/// once per source file (a handful) and never freed.
+fn file_c_string(file: &'static str) -> &'static CStr {
+    static FILES: Mutex<Vec<(&'static str, &'static CStr)>> = Mutex::new(Vec::new());
+    let mut files = FILES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, interned)) = files.iter().find(|(name, _)| *name == file) {
+        return interned;
+    }
+    let interned: &'static CStr = match CString::new(file) {
+        Ok(copy) => Box::leak(copy.into_boxed_c_str()),
+        Err(_) => c"amdgpu-dropin",
+    };
+    files.push((file, interned));
+    interned
 }
 
 /// Converts a result to `iree_status_t`, with a message when IREE's allocator is present.
@@ -183,10 +217,23 @@ pub fn error_to_iree_status(error: &Error) -> iree_status_t {
         return core::ptr::null_mut();
     }
     if let Some(allocate) = status_allocator() {
-        let view = StringView { data: error.message.as_ptr().cast(), size: error.message.len() };
-        // SAFETY: `allocate` is IREE's iree_status_allocate; it copies the message
-        // before returning, and the file string is a static NUL-terminated literal.
-        let status = unsafe { allocate(code, c"amdgpu-dropin".as_ptr(), 0, view) };
+        let file = file_c_string(error.location.file());
+        // "%.*s" takes an int length; our messages are far shorter.
+        let length = c_int::try_from(error.message.len()).unwrap_or(c_int::MAX);
+        // SAFETY: `allocate` is IREE's iree_status_allocate_f. The format is a
+        // static literal and the message goes in as data ("%.*s" with its
+        // length, never as a format); IREE copies it before returning. `file`
+        // is NUL-terminated and never freed (IREE borrows it).
+        let status = unsafe {
+            allocate(
+                code,
+                file.as_ptr(),
+                error.location.line(),
+                c"%.*s".as_ptr(),
+                length,
+                error.message.as_ptr().cast::<c_char>(),
+            )
+        };
         // An allocator that failed returns a code-only status itself; never
         // hand out a status whose code does not match.
         if (status as usize) & STATUS_CODE_MASK == code as usize {
@@ -262,5 +309,25 @@ mod tests {
         let e = Error::from_hsa("hsa_amd_vmem_map", HSA_STATUS_ERROR_OUT_OF_RESOURCES, "mapping 3");
         assert_eq!(e.code, StatusCode::ResourceExhausted);
         assert_eq!(e.message, "[hsa_amd_vmem_map] HSA_STATUS_ERROR_OUT_OF_RESOURCES: mapping 3");
+    }
+
+    #[test]
+    fn errors_carry_their_source_location() {
+        let line = line!() + 1;
+        let e = Error::invalid_argument("x");
+        assert_eq!(e.location.file(), file!());
+        assert_eq!(e.location.line(), line);
+        let e = Error::from_hsa("hsa_init", HSA_STATUS_ERROR, "");
+        assert_eq!(e.location.line(), line!() - 1);
+        assert_eq!(e.message, "[hsa_init] HSA_STATUS_ERROR");
+    }
+
+    #[test]
+    fn file_strings_are_interned_and_nul_terminated() {
+        let a = file_c_string("src/vmem/pool.rs");
+        let b = file_c_string(String::leak(String::from("src/vmem/pool.rs")));
+        assert!(core::ptr::eq(a, b), "one copy per file");
+        assert_eq!(a.to_str(), Ok("src/vmem/pool.rs"));
+        assert_eq!(file_c_string("bad\0name"), c"amdgpu-dropin");
     }
 }

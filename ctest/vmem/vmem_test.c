@@ -467,17 +467,78 @@ static void test_find_faults(void) {
                         HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   CHECK(!iree_hal_amdgpu_try_find_fine_global_memory_pool(&g_libhsa, gpu,
                                                           &pool));
-  // A pool whose attributes cannot be read is skipped: each of the three
-  // queries of the only coarse pool failing gives NOT_FOUND.
-  for (uint32_t nth = 1; nth <= 3; ++nth) {
-    hsa_sim_fail_nth_call("hsa_amd_memory_pool_get_info", nth,
-                          HSA_STATUS_ERROR);
-    CHECK_STATUS(
-        iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, &pool),
-        IREE_STATUS_NOT_FOUND, "no memory pool matching the required flags 4");
-  }
   hsa_sim_clear_faults();
   CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, &pool));
+}
+
+// A failing pool attribute query stops the search with its status, as IREE
+// HEAD's iterator returns it: each of the three queries (SEGMENT,
+// RUNTIME_ALLOC_ALLOWED, GLOBAL_FLAGS) of the first pool and of a later pool,
+// through every entry point. The status is the query's HSA status mapped to
+// IREE's code and reported as the iteration's; *out_pool is zero; no query
+// follows the failed one; a later matching pool is not used.
+static void test_find_query_faults(void) {
+  hsa_agent_t gpu = g_gpu_agents[0];
+  static const char* const kQueries[] = {"SEGMENT", "RUNTIME_ALLOC_ALLOWED",
+                                         "GLOBAL_FLAGS"};
+  const struct {
+    hsa_status_t hsa;
+    iree_status_code_t iree;
+    const char* name;
+  } statuses[] = {
+      {HSA_STATUS_ERROR_NOT_INITIALIZED, IREE_STATUS_FAILED_PRECONDITION,
+       "HSA_STATUS_ERROR_NOT_INITIALIZED"},
+      {HSA_STATUS_ERROR_INVALID_ARGUMENT, IREE_STATUS_INVALID_ARGUMENT,
+       "HSA_STATUS_ERROR_INVALID_ARGUMENT"},
+      {HSA_STATUS_ERROR, IREE_STATUS_UNKNOWN, "HSA_STATUS_ERROR"},
+  };
+  // Default GPU pools: [0] coarse, [1] fine. The coarse search queries pool 0
+  // (calls 1-3); the fine search rejects pool 0 on its flags (calls 1-3),
+  // then queries pool 1 (calls 4-6).
+  for (int fine = 0; fine < 2; ++fine) {
+    for (uint32_t nth = 1; nth <= (fine ? 6u : 3u); ++nth) {
+      const hsa_amd_memory_pool_t failed_pool = pool_at(gpu, nth <= 3 ? 0 : 1);
+      for (size_t s = 0; s < sizeof(statuses) / sizeof(statuses[0]); ++s) {
+        char expected[256];
+        snprintf(expected, sizeof(expected),
+                 "[hsa_amd_agent_iterate_memory_pools] %s: "
+                 "hsa_amd_memory_pool_get_info(%s) of memory pool 0x%llx",
+                 statuses[s].name, kQueries[(nth - 1) % 3],
+                 (unsigned long long)failed_pool.handle);
+        for (int entry = 0; entry < 3; ++entry) {
+          hsa_sim_trace_clear();
+          hsa_sim_fail_nth_call("hsa_amd_memory_pool_get_info", nth,
+                                statuses[s].hsa);
+          hsa_amd_memory_pool_t pool = {0xDEAD};
+          iree_status_t status = NULL;
+          if (entry == 0) {
+            status = iree_hal_amdgpu_find_global_memory_pool(
+                &g_libhsa, gpu, fine ? FINE : COARSE, &pool);
+          } else if (entry == 1) {
+            status = fine ? iree_hal_amdgpu_find_fine_global_memory_pool(
+                                &g_libhsa, gpu, &pool)
+                          : iree_hal_amdgpu_find_coarse_global_memory_pool(
+                                &g_libhsa, gpu, &pool);
+          } else {
+            bool found =
+                fine ? iree_hal_amdgpu_try_find_fine_global_memory_pool(
+                           &g_libhsa, gpu, &pool)
+                     : iree_hal_amdgpu_try_find_coarse_global_memory_pool(
+                           &g_libhsa, gpu, &pool);
+            CHECK(!found);
+          }
+          if (entry != 2) CHECK_STATUS(status, statuses[s].iree, expected);
+          CHECK(pool.handle == 0);
+          // The failed query was the last one.
+          CHECK(trace_count_of("hsa_amd_memory_pool_get_info") == nth);
+          size_t last = trace_find("hsa_amd_memory_pool_get_info", nth);
+          CHECK(last != SIZE_MAX &&
+                hsa_sim_trace_get(last)->result == statuses[s].hsa);
+        }
+      }
+    }
+  }
+  hsa_sim_clear_faults();
 }
 #endif  // VMEM_TEST_SIM
 
@@ -911,12 +972,12 @@ static void test_bad_input(void) {
   memcpy(&bad_type, &raw, sizeof(raw));
   memset(&rb, 0xEE, sizeof(rb));
   CHECK_STATUS(INIT(&g_libhsa, bad_type, 1, 1, &desc, &rb),
-               IREE_STATUS_INVALID_ARGUMENT, "memory type 2");
+               IREE_STATUS_INVALID_ARGUMENT, "unsupported vmem memory type: 2");
   CHECK(is_zero(&rb, sizeof(rb)));
   raw = 0xFFFFFFFFu;
   memcpy(&bad_type, &raw, sizeof(raw));
   CHECK_STATUS(INIT(&g_libhsa, bad_type, 1, 1, &desc, &rb),
-               IREE_STATUS_INVALID_ARGUMENT, "memory type");
+               IREE_STATUS_INVALID_ARGUMENT, "unsupported vmem memory type: -1");
 #undef INIT
 
 #define INIT_TOPO(libhsa, type, topo, mode, out)                        \
@@ -1247,6 +1308,255 @@ static void test_threads(void) {
 }
 
 //===----------------------------------------------------------------------===//
+// Statuses outlive the call that made them
+//===----------------------------------------------------------------------===//
+
+// Error statuses kept until every call has returned, then formatted.
+typedef struct kept_status_t {
+  iree_status_t status;
+  iree_status_code_t code;
+  const char* substring;
+  int line;
+} kept_status_t;
+
+static kept_status_t g_kept[160];
+static size_t g_kept_count;
+
+static void keep_status(iree_status_t status, iree_status_code_t code,
+                        const char* substring, int line) {
+  if (g_kept_count < sizeof(g_kept) / sizeof(g_kept[0])) {
+    g_kept[g_kept_count++] = (kept_status_t){status, code, substring, line};
+  } else {
+    vmem_test_status_free(status);
+    fprintf(stderr, "%s:%d: too many kept statuses\n", __FILE__, line);
+    ++g_failures;
+  }
+}
+#define KEEP(expr, code, substring) keep_status((expr), (code), (substring), __LINE__)
+
+// Formats every kept status, as IREE's iree_status_format would much later:
+// the message and file must still be there (a borrowed pointer into memory
+// the library freed is a heap-use-after-free under ASan, garbage without).
+static void format_kept_statuses(void) {
+  // Reuse freed heap memory so that stale pointers read garbage even
+  // without ASan.
+  for (int round = 0; round < 64; ++round) {
+    size_t size = 16u << (round % 8);
+    char* junk = malloc(size);
+    if (junk) {
+      memset(junk, '#', size);
+      free(junk);
+    }
+  }
+  for (size_t i = 0; i < g_kept_count; ++i) {
+    const kept_status_t* k = &g_kept[i];
+    char text[1024];
+    const char* file = NULL;
+    uint32_t line = 0;
+    bool has_storage =
+        vmem_test_status_format(k->status, text, sizeof(text), &file, &line);
+    if (iree_status_code(k->status) != k->code) {
+      fprintf(stderr, "%s:%d: status code %d, expected %d\n", __FILE__,
+              k->line, (int)iree_status_code(k->status), (int)k->code);
+      ++g_failures;
+    } else if (!VMEM_TEST_MESSAGES) {
+      if ((uintptr_t)k->status != (uintptr_t)k->code) {
+        fprintf(stderr, "%s:%d: status is not code-only\n", __FILE__, k->line);
+        ++g_failures;
+      }
+    } else if (!has_storage) {
+      fprintf(stderr, "%s:%d: status has no message\n", __FILE__, k->line);
+      ++g_failures;
+    } else {
+      // File: one of the library's Rust sources; line: a real line.
+      size_t n = file ? strlen(file) : 0;
+      const char* message = strstr(text, "; ");
+      if (n < 4 || strcmp(file + n - 3, ".rs") != 0 ||
+          strncmp(file, "src/", 4) != 0 || line == 0) {
+        fprintf(stderr, "%s:%d: bad source location in \"%s\"\n", __FILE__,
+                k->line, text);
+        ++g_failures;
+      } else if (!message || strchr(message, '#') ||
+                 (k->substring && !strstr(message, k->substring))) {
+        fprintf(stderr, "%s:%d: formatted status \"%s\" lacks \"%s\"\n",
+                __FILE__, k->line, text, k->substring ? k->substring : "");
+        ++g_failures;
+      }
+    }
+    vmem_test_status_free(k->status);
+  }
+  g_kept_count = 0;
+}
+
+// Every error status of every vmem function that returns one, kept past the
+// call and formatted only after all of them returned.
+static void test_statuses_outlive_the_call(void) {
+  hsa_agent_t gpu = g_gpu_agents[0];
+  hsa_amd_memory_pool_t pool = {0};
+  CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, &pool));
+  const hsa_amd_memory_access_desc_t desc = {HSA_ACCESS_PERMISSION_RW, gpu};
+  const iree_hal_amdgpu_vmem_memory_type_t type =
+      IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT;
+  static iree_hal_amdgpu_libhsa_t zero_table;
+  memset(&zero_table, 0, sizeof(zero_table));
+  uint64_t storage[3] = {0, 0, 0};
+  hsa_amd_memory_pool_t* misaligned =
+      (hsa_amd_memory_pool_t*)(void*)((char*)storage + 4);
+  hsa_amd_memory_pool_t out_pool;
+  iree_hal_amdgpu_vmem_ringbuffer_t rb;
+
+  // Pool lookup, all three entry points.
+  KEEP(iree_hal_amdgpu_find_global_memory_pool(NULL, gpu, COARSE, &out_pool),
+       IREE_STATUS_INVALID_ARGUMENT, "libhsa must not be NULL");
+  KEEP(iree_hal_amdgpu_find_global_memory_pool(&g_libhsa, gpu, COARSE, NULL),
+       IREE_STATUS_INVALID_ARGUMENT, "out_pool must not be NULL");
+  KEEP(iree_hal_amdgpu_find_global_memory_pool(&g_libhsa, gpu, COARSE,
+                                               misaligned),
+       IREE_STATUS_INVALID_ARGUMENT, "misaligned");
+  KEEP(iree_hal_amdgpu_find_global_memory_pool(&zero_table, gpu, COARSE,
+                                               &out_pool),
+       IREE_STATUS_FAILED_PRECONDITION, "not initialized");
+  KEEP(iree_hal_amdgpu_find_global_memory_pool(&g_libhsa, gpu, 0, &out_pool),
+       IREE_STATUS_NOT_FOUND, "no memory pool matching the required flags 0");
+  KEEP(iree_hal_amdgpu_find_coarse_global_memory_pool(NULL, gpu, &out_pool),
+       IREE_STATUS_INVALID_ARGUMENT, "libhsa");
+  KEEP(iree_hal_amdgpu_find_fine_global_memory_pool(&g_libhsa, gpu, NULL),
+       IREE_STATUS_INVALID_ARGUMENT, "out_pool");
+  KEEP(iree_hal_amdgpu_find_fine_global_memory_pool(&zero_table, gpu,
+                                                    &out_pool),
+       IREE_STATUS_FAILED_PRECONDITION, "not initialized");
+
+  // Explicit descriptors.
+#define INIT(libhsa, type, cap, count, descs, out)                        \
+  iree_hal_amdgpu_vmem_ringbuffer_initialize((libhsa), gpu, pool, (type), \
+                                             (cap), (count), (descs), (out))
+  KEEP(INIT(&g_libhsa, type, 1, 1, &desc, NULL), IREE_STATUS_INVALID_ARGUMENT,
+       "out_ringbuffer");
+  KEEP(INIT(NULL, type, 1, 1, &desc, &rb), IREE_STATUS_INVALID_ARGUMENT,
+       "libhsa");
+  KEEP(INIT(&zero_table, type, 1, 1, &desc, &rb),
+       IREE_STATUS_FAILED_PRECONDITION, "not initialized");
+  KEEP(INIT(&g_libhsa, type, 0, 1, &desc, &rb), IREE_STATUS_INVALID_ARGUMENT,
+       "min_capacity");
+  KEEP(INIT(&g_libhsa, type, SIZE_MAX, 1, &desc, &rb),
+       IREE_STATUS_INVALID_ARGUMENT, "overflow");
+  KEEP(INIT(&g_libhsa, type, 1, 0, NULL, &rb), IREE_STATUS_INVALID_ARGUMENT,
+       "access descriptor");
+  KEEP(INIT(&g_libhsa, type, 1, 3, NULL, &rb), IREE_STATUS_INVALID_ARGUMENT,
+       "access_descs");
+  KEEP(INIT(&g_libhsa, type, 1, SIZE_MAX, &desc, &rb),
+       IREE_STATUS_INVALID_ARGUMENT, "access_desc_count");
+  uint32_t raw = 7;
+  iree_hal_amdgpu_vmem_memory_type_t bad_type;
+  memcpy(&bad_type, &raw, sizeof(raw));
+  KEEP(INIT(&g_libhsa, bad_type, 1, 1, &desc, &rb),
+       IREE_STATUS_INVALID_ARGUMENT, "unsupported vmem memory type: 7");
+#undef INIT
+
+  // Topology-derived descriptors.
+#define INIT_TOPO(libhsa, type, topo, mode, out)                        \
+  iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(             \
+      (libhsa), gpu, pool, (type), 4096, (topo), (mode), (out))
+  iree_hal_amdgpu_vmem_access_mode_t bad_mode;
+  raw = 4;
+  memcpy(&bad_mode, &raw, sizeof(raw));
+  KEEP(INIT_TOPO(&g_libhsa, type, &g_topology, bad_mode, &rb),
+       IREE_STATUS_INVALID_ARGUMENT, "unhandled access mode");
+  KEEP(INIT_TOPO(&g_libhsa, bad_type, &g_topology,
+                 IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
+       IREE_STATUS_INVALID_ARGUMENT, "unsupported vmem memory type: 7");
+  KEEP(INIT_TOPO(&g_libhsa, type, NULL, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED,
+                 &rb),
+       IREE_STATUS_INVALID_ARGUMENT, "topology");
+  KEEP(INIT_TOPO(NULL, type, &g_topology, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED,
+                 &rb),
+       IREE_STATUS_INVALID_ARGUMENT, "libhsa");
+  KEEP(INIT_TOPO(&zero_table, type, &g_topology,
+                 IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
+       IREE_STATUS_FAILED_PRECONDITION, "not initialized");
+  KEEP(INIT_TOPO(&g_libhsa, type, &g_topology,
+                 IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, NULL),
+       IREE_STATUS_INVALID_ARGUMENT, "out_ringbuffer");
+  static iree_hal_amdgpu_topology_t bad;
+  bad = g_topology;
+  bad.all_agent_count = 129;
+  KEEP(INIT_TOPO(&g_libhsa, type, &bad, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED,
+                 &rb),
+       IREE_STATUS_INVALID_ARGUMENT, "all_agent_count");
+  bad = g_topology;
+  bad.all_agent_count = 0;
+  KEEP(INIT_TOPO(&g_libhsa, type, &bad, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED,
+                 &rb),
+       IREE_STATUS_INVALID_ARGUMENT, "access descriptor");
+
+#if !IREE_HAL_AMDGPU_LIBHSA_STATIC
+  // A table missing a needed function.
+  void (**map)(void) = iree_test_libhsa_slot(&g_libhsa, "hsa_amd_vmem_map");
+  void (*saved_map)(void) = *map;
+  *map = NULL;
+  KEEP(INIT_TOPO(&g_libhsa, type, &g_topology,
+                 IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
+       IREE_STATUS_INCOMPATIBLE, "hsa_amd_vmem_map");
+  *map = saved_map;
+  void (**iterate)(void) =
+      iree_test_libhsa_slot(&g_libhsa, "hsa_amd_agent_iterate_memory_pools");
+  void (*saved_iterate)(void) = *iterate;
+  *iterate = NULL;
+  KEEP(iree_hal_amdgpu_find_fine_global_memory_pool(&g_libhsa, gpu, &out_pool),
+       IREE_STATUS_INCOMPATIBLE, "hsa_amd_agent_iterate_memory_pools");
+  *iterate = saved_iterate;
+#endif
+
+#if VMEM_TEST_SIM
+  // Every HSA call failing: the pool iteration and each pool query...
+  hsa_sim_fail_nth_call("hsa_amd_agent_iterate_memory_pools", 1,
+                        HSA_STATUS_ERROR_INVALID_AGENT);
+  KEEP(iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu,
+                                                      &out_pool),
+       IREE_STATUS_INVALID_ARGUMENT,
+       "[hsa_amd_agent_iterate_memory_pools] HSA_STATUS_ERROR_INVALID_AGENT");
+  for (uint32_t nth = 1; nth <= 3; ++nth) {
+    hsa_sim_fail_nth_call("hsa_amd_memory_pool_get_info", nth,
+                          HSA_STATUS_ERROR_NOT_INITIALIZED);
+    KEEP(iree_hal_amdgpu_find_global_memory_pool(&g_libhsa, gpu, COARSE,
+                                                 &out_pool),
+         IREE_STATUS_FAILED_PRECONDITION,
+         "[hsa_amd_agent_iterate_memory_pools] "
+         "HSA_STATUS_ERROR_NOT_INITIALIZED");
+  }
+  // ...and each call of initialize.
+  for (size_t k = 0; k < INIT_CALLS; ++k) {
+    const char* function = kInitSequence[k];
+    uint32_t nth = 0;
+    for (size_t j = 0; j <= k; ++j) nth += strcmp(kInitSequence[j], function) == 0;
+    hsa_sim_fail_nth_call(function, nth, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+    KEEP(INIT_TOPO(&g_libhsa, type, &g_topology,
+                   IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
+         IREE_STATUS_RESOURCE_EXHAUSTED, function);
+    hsa_sim_clear_faults();
+  }
+  static const uint64_t bad_granules[] = {0, 3000};
+  for (size_t g = 0; g < 2; ++g) {
+    hsa_sim_config_t config;
+    hsa_sim_config_default(&config);
+    config.gpu_pools[0].rec_granule = bad_granules[g];
+    // Rebuild the runtime; the kept statuses stay alive across it.
+    hsa_sim_clear_faults();
+    hsa_shut_down();
+    use_config(&config);
+    CHECK(setup());
+    pool = pool_at(g_gpu_agents[0], 0);
+    gpu = g_gpu_agents[0];
+    KEEP(INIT_TOPO(&g_libhsa, type, &g_topology,
+                   IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
+         IREE_STATUS_INVALID_ARGUMENT, "RUNTIME_ALLOC_REC_GRANULE");
+  }
+#endif
+#undef INIT_TOPO
+  format_kept_statuses();
+}
+
+//===----------------------------------------------------------------------===//
 // Runner
 //===----------------------------------------------------------------------===//
 
@@ -1268,6 +1578,7 @@ static const test_case_t kTests[] = {
     {"pool_selection_rules", test_pool_selection_rules, NEEDS_SIM},
     {"not_found", test_not_found, NEEDS_SIM},
     {"find_faults", test_find_faults, NEEDS_SIM},
+    {"find_query_faults", test_find_query_faults, NEEDS_SIM},
     {"access_descriptors", test_access_descriptors, NEEDS_SIM},
     {"explicit_descriptors_and_memory_type",
      test_explicit_descriptors_and_memory_type, NEEDS_SIM},
@@ -1277,6 +1588,7 @@ static const test_case_t kTests[] = {
     {"bad_granule", test_bad_granule, NEEDS_SIM},
     {"messages", test_messages, NEEDS_SIM},
 #endif
+    {"statuses_outlive_the_call", test_statuses_outlive_the_call, 0},
 };
 
 int main(int argc, char** argv) {

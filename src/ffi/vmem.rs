@@ -71,7 +71,8 @@ fn libhsa_arg(libhsa: *const iree_hal_amdgpu_libhsa_t) -> Result<NonNull<iree_ha
 
 fn memory_type_arg(raw: iree_hal_amdgpu_vmem_memory_type_t) -> Result<MemoryType> {
     MemoryType::from_raw(raw)
-        .ok_or_else(|| Error::invalid_argument(format!("unsupported vmem memory type {raw}")))
+        // Upstream's text, which prints the value as a C int.
+        .ok_or_else(|| Error::invalid_argument(format!("unsupported vmem memory type: {}", raw as i32)))
 }
 
 //===----------------------------------------------------------------------===//
@@ -281,7 +282,7 @@ fn initialize_with_topology(
     let topology = unsafe { topology.as_ref() };
     topology::validate(topology)?;
     let mode = AccessMode::from_raw(access_mode)
-        .ok_or_else(|| Error::invalid_argument(format!("unhandled access mode {access_mode}")))?;
+        .ok_or_else(|| Error::invalid_argument(format!("unhandled access mode: {access_mode}")))?;
     let memory_type = memory_type_arg(memory_type)?;
     let descs = topology::access_descriptors(topology, local_agent, mode);
     let hsa = hsa_from(libhsa, libhsa_table::INITIALIZE_FUNCS)?;

@@ -101,6 +101,7 @@ fn log_undo_failure(symbol: &str, status: hsa_status_t) {
     }
 }
 
+#[track_caller]
 fn check(status: hsa_status_t, symbol: &str, details: impl FnOnce() -> String) -> Result<()> {
     if status == HSA_STATUS_SUCCESS {
         Ok(())

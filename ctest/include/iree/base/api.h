@@ -58,11 +58,15 @@ typedef struct iree_string_view_t {
   iree_host_size_t size;
 } iree_string_view_t;
 
-/* IREE's status allocator. The tests that check messages define it (see
- * ctest/vmem/status_allocator.c); others leave it undefined so the library
- * must return code-only statuses. */
+/* IREE's status allocators. The tests that check messages define them (see
+ * ctest/vmem/status_allocator.c, which keeps IREE's contract: the first
+ * borrows `file` and `message`, the second copies the formatted message and
+ * borrows `file`); others leave them undefined so the library must return
+ * code-only statuses. */
 iree_status_t iree_status_allocate(iree_status_code_t code, const char* file,
                                    uint32_t line, iree_string_view_t message);
+iree_status_t iree_status_allocate_f(iree_status_code_t code, const char* file,
+                                     uint32_t line, const char* format, ...);
 
 #ifdef __cplusplus
 }  /* extern "C" */
