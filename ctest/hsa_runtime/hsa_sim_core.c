@@ -535,6 +535,24 @@ bool sim_pool_lookup(hsa_amd_memory_pool_t pool, uint32_t* out_agent_index,
   return true;
 }
 
+/* The PCI device id every simulated GPU reports (an MI300X's, matching the
+ * gfx942 name): IREE's topology groups GPUs whose vendor, name and chip id
+ * agree. */
+#define SIM_GPU_CHIP_ID 0x74a1u
+
+/* ROCr's UUID strings: "GPU-" and the 64-bit unique id as 16 lower-case hex
+ * digits (21 bytes with the NUL); CPU agents answer "CPU-XX". The simulated
+ * unique id is fixed per GPU index and differs between GPUs. */
+static void sim_agent_uuid(uint32_t index, char* value) {
+  if (index == 0) {
+    memcpy(value, "CPU-XX", sizeof("CPU-XX"));
+    return;
+  }
+  const uint64_t unique_id = 0x5157a1e000000000ull | (uint64_t)index;
+  snprintf(value, sizeof("GPU-") + 16, "GPU-%016llx",
+           (unsigned long long)unique_id);
+}
+
 static void sim_copy_name(void* value, const char* name) {
   char buffer[64];
   memset(buffer, 0, sizeof(buffer));
@@ -582,6 +600,18 @@ HSA_API hsa_status_t hsa_agent_get_info(hsa_agent_t agent,
           break;
         case HSA_AGENT_INFO_DEVICE:
           *(hsa_device_type_t*)value = cpu ? HSA_DEVICE_TYPE_CPU : HSA_DEVICE_TYPE_GPU;
+          break;
+        /* AMD attributes IREE's topology reads, with ROCr's answers for a
+         * CPU agent. The simulated system is one NUMA node: its CPU agent
+         * is every GPU's nearest CPU. */
+        case HSA_AMD_AGENT_INFO_NEAREST_CPU:
+          *(hsa_agent_t*)value = cpu ? (hsa_agent_t){0} : sim_agent_handle(0);
+          break;
+        case HSA_AMD_AGENT_INFO_CHIP_ID:
+          *(uint32_t*)value = cpu ? 0 : SIM_GPU_CHIP_ID;
+          break;
+        case HSA_AMD_AGENT_INFO_UUID:
+          sim_agent_uuid(index, (char*)value);
           break;
         default:
           status = HSA_STATUS_ERROR_INVALID_ARGUMENT;

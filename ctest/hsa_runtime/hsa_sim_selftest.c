@@ -860,7 +860,7 @@ static void test_stubs(void) {
     CHECK_STATUS(fn(), HSA_STATUS_ERROR);
     CHECK(hsa_sim_call_count(g_all_functions[i].name) == 1);
   }
-  CHECK(stubs > 50);
+  CHECK(stubs > 30);
   hsa_sim_fail_nth_call("hsa_queue_create", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   hsa_status_t (*queue_create)(void);
   void* qc = dlsym(RTLD_DEFAULT, "hsa_queue_create");

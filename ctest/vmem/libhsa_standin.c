@@ -1,7 +1,7 @@
 /*
  * Fills the stand-in iree_hal_amdgpu_libhsa_t the way IREE does: each table
- * entry resolved with dlsym by its symbol name. Compiled once per table
- * layout (IREE_TEST_LIBHSA_LAYOUT).
+ * entry resolved with dlsym by its symbol name, then the AMD loader extension
+ * table queried. Compiled once per table layout (IREE_TEST_LIBHSA_LAYOUT).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,6 +25,21 @@ bool iree_test_libhsa_initialize(iree_hal_amdgpu_libhsa_t* out_libhsa,
   IREE_TEST_LIBHSA_ENTRIES(IREE_TEST_RESOLVE)
 #undef IREE_TEST_RESOLVE
 #endif
+  /* As IREE after hsa_init: the AMD loader extension table, version 1
+   * (inside its own init/shutdown pair: callers may not have initialized HSA
+   * yet). */
+  if (*out_missing == NULL) {
+    if (hsa_init() != HSA_STATUS_SUCCESS) {
+      *out_missing = "hsa_init";
+    } else {
+      if (hsa_system_get_major_extension_table(
+              HSA_EXTENSION_AMD_LOADER, 1, sizeof(out_libhsa->amd_loader),
+              &out_libhsa->amd_loader) != HSA_STATUS_SUCCESS) {
+        *out_missing = "the HSA_EXTENSION_AMD_LOADER table";
+      }
+      hsa_shut_down();
+    }
+  }
   return *out_missing == NULL;
 }
 

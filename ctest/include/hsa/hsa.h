@@ -96,6 +96,38 @@ typedef enum {
 HSA_API hsa_status_t hsa_system_get_info(hsa_system_info_t attribute,
                                          void* value);
 
+/* Extensions (ROCr's values). */
+typedef enum {
+  HSA_EXTENSION_FINALIZER = 0,
+  HSA_EXTENSION_IMAGES = 1,
+  HSA_EXTENSION_PERFORMANCE_COUNTERS = 2,
+  HSA_EXTENSION_PROFILING_EVENTS = 3,
+  HSA_EXTENSION_AMD_PROFILER = 0x200,
+  HSA_EXTENSION_AMD_LOADER = 0x201,
+  HSA_EXTENSION_AMD_AQLPROFILE = 0x202,
+  HSA_EXTENSION_AMD_PC_SAMPLING = 0x203
+} hsa_extension_t;
+
+HSA_API hsa_status_t hsa_system_major_extension_supported(
+    uint16_t extension, uint16_t version_major, uint16_t* version_minor,
+    bool* result);
+/* Copies min(table_length, size of the table) bytes of the extension's
+ * function table for `version_major` into `table`. */
+HSA_API hsa_status_t hsa_system_get_major_extension_table(uint16_t extension,
+                                                          uint16_t version_major,
+                                                          size_t table_length,
+                                                          void* table);
+
+/* Code objects and executables (handles only: the loader extension table
+ * refers to them). */
+typedef int hsa_file_t;
+typedef struct hsa_executable_s {
+  uint64_t handle;
+} hsa_executable_t;
+typedef struct hsa_code_object_reader_s {
+  uint64_t handle;
+} hsa_code_object_reader_t;
+
 /* Agents. */
 typedef struct hsa_agent_s {
   uint64_t handle;

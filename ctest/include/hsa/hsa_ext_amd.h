@@ -25,6 +25,13 @@ enum {
   HSA_STATUS_ERROR_NOT_SUPPORTED = 47
 };
 
+/* AMD agent attributes (values of hsa_agent_info_t; callers cast). */
+typedef enum {
+  HSA_AMD_AGENT_INFO_CHIP_ID = 0xA000,     /* uint32_t, the PCI device id */
+  HSA_AMD_AGENT_INFO_UUID = 0xA011,        /* char[], "GPU-" + 16 hex digits */
+  HSA_AMD_AGENT_INFO_NEAREST_CPU = 0xA113  /* hsa_agent_t */
+} hsa_amd_agent_info_t;
+
 /* Signals with attributes. */
 typedef enum {
   HSA_AMD_SIGNAL_AMD_GPU_ONLY = 1,

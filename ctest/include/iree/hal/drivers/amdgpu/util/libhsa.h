@@ -13,7 +13,7 @@
  *   3  Aug 2026: 118 entries (+ hsa_amd_memory_async_copy, reserve at 34)
  * With IREE_HAL_AMDGPU_LIBHSA_STATIC=1 the struct holds no table, as IREE's.
  * iree_test_libhsa_initialize (libhsa_standin.c) fills the table with dlsym
- * by symbol name, as IREE does.
+ * by symbol name and queries the AMD loader extension table, as IREE does.
  */
 #ifndef IREE_HAL_DRIVERS_AMDGPU_UTIL_LIBHSA_H_
 #define IREE_HAL_DRIVERS_AMDGPU_UTIL_LIBHSA_H_
@@ -22,6 +22,7 @@
 
 #include "hsa/hsa.h"
 #include "hsa/hsa_ext_amd.h"
+#include "hsa/hsa_ven_amd_loader.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -176,11 +177,6 @@ extern "C" {
 
 typedef struct iree_dynamic_library_t iree_dynamic_library_t;
 
-/* Stand-in for hsa_ven_amd_loader_1_03_pfn_t (only its size matters here). */
-typedef struct iree_test_amd_loader_table_t {
-  void (*entries[16])(void);
-} iree_test_amd_loader_table_t;
-
 typedef struct iree_hal_amdgpu_libhsa_t {
   bool initialized;
 #if !IREE_HAL_AMDGPU_LIBHSA_STATIC
@@ -189,7 +185,7 @@ typedef struct iree_hal_amdgpu_libhsa_t {
   IREE_TEST_LIBHSA_ENTRIES(IREE_TEST_LIBHSA_FIELD)
 #undef IREE_TEST_LIBHSA_FIELD
 #endif  /* !IREE_HAL_AMDGPU_LIBHSA_STATIC */
-  iree_test_amd_loader_table_t amd_loader;
+  hsa_ven_amd_loader_1_03_pfn_t amd_loader;
 } iree_hal_amdgpu_libhsa_t;
 
 /* Fills *out_libhsa: every entry resolved with dlsym by its symbol name from
