@@ -95,16 +95,21 @@ static bool sim_loader_enter(sim_fn_t fn, hsa_status_t* out_status) {
   return true;
 }
 
+/* An address lookup (host address, owning executable): NULL arguments and
+ * every address are INVALID_ARGUMENT, since no loaded segment contains any. */
+static hsa_status_t sim_loader_lookup_address(sim_fn_t fn,
+                                              const void* device_address,
+                                              const void* out) {
+  hsa_status_t status;
+  if (sim_loader_enter(fn, &status)) status = HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  uint64_t args[6] = {SIM_U64(device_address), SIM_U64(out), 0, 0, 0, 0};
+  return sim_leave(fn, status, args, NULL, 0);
+}
+
 HSA_API hsa_status_t hsa_ven_amd_loader_query_host_address(
     const void* device_address, const void** host_address) {
-  hsa_status_t status;
-  if (sim_loader_enter(SIM_FN_hsa_ven_amd_loader_query_host_address, &status)) {
-    /* NULL arguments, and any address: no loaded segment contains it. */
-    status = HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
-  uint64_t args[6] = {SIM_U64(device_address), SIM_U64(host_address), 0, 0, 0, 0};
-  return sim_leave(SIM_FN_hsa_ven_amd_loader_query_host_address, status, args,
-                   NULL, 0);
+  return sim_loader_lookup_address(SIM_FN_hsa_ven_amd_loader_query_host_address,
+                                   device_address, host_address);
 }
 
 HSA_API hsa_status_t hsa_ven_amd_loader_query_segment_descriptors(
@@ -134,14 +139,8 @@ HSA_API hsa_status_t hsa_ven_amd_loader_query_segment_descriptors(
 
 HSA_API hsa_status_t hsa_ven_amd_loader_query_executable(
     const void* device_address, hsa_executable_t* executable) {
-  hsa_status_t status;
-  if (sim_loader_enter(SIM_FN_hsa_ven_amd_loader_query_executable, &status)) {
-    /* NULL arguments, and any address: no executable owns it. */
-    status = HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
-  uint64_t args[6] = {SIM_U64(device_address), SIM_U64(executable), 0, 0, 0, 0};
-  return sim_leave(SIM_FN_hsa_ven_amd_loader_query_executable, status, args,
-                   NULL, 0);
+  return sim_loader_lookup_address(SIM_FN_hsa_ven_amd_loader_query_executable,
+                                   device_address, executable);
 }
 
 HSA_API hsa_status_t hsa_ven_amd_loader_executable_iterate_loaded_code_objects(
