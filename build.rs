@@ -61,6 +61,8 @@ fn set_soname() {
 fn generate_headers() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("headers");
+    // Fresh every run: tests/headers.rs compares the whole directory with include/.
+    let _ = std::fs::remove_dir_all(&out);
     let update = std::env::var_os("AMDGPU_DROPIN_UPDATE_HEADERS").is_some_and(|v| v == "1");
     println!("cargo:rerun-if-env-changed=AMDGPU_DROPIN_UPDATE_HEADERS");
     for header in HEADERS {
