@@ -28,7 +28,7 @@ for arg in "$@"; do
   if [ "$arg" = --system-hsa ]; then
     rocm_lib="${ROCM_PATH:-/opt/rocm}/lib"
     if [ ! -e "$rocm_lib/libhsa-runtime64.so.1" ]; then
-      rocm_lib=$(/sbin/ldconfig -p 2>/dev/null | awk '/libhsa-runtime64\.so\.1 /{print $NF; exit}')
+      rocm_lib=$(/sbin/ldconfig -p 2>/dev/null | awk '/libhsa-runtime64\.so\.1 / && !found {print $NF; found = 1}') || rocm_lib=""
       rocm_lib=${rocm_lib%/*}
     fi
     if [ -z "$rocm_lib" ]; then

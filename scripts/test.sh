@@ -59,7 +59,7 @@ ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 # on the system ROCr), when a system ROCr is installed. Without a GPU, or with
 # a ROCr that predates the vmem API, they report "skipped" (exit 77) and say
 # why (shown here); ctest counts a skip as no failure, any other exit fails.
-if /sbin/ldconfig -p 2>/dev/null | grep -q 'libhsa-runtime64\.so\.1 ' ||
+if /sbin/ldconfig -p 2>/dev/null | grep 'libhsa-runtime64\.so\.1 ' >/dev/null ||
    [ -e "${ROCM_PATH:-/opt/rocm}/lib/libhsa-runtime64.so.1" ]; then
   echo "== tests needing a GPU, on the system ROCr (ctest -L gpu)"
   cmake -S . -B "$build_dir-system-hsa" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
