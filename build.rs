@@ -1,17 +1,26 @@
-//! Generates the C headers in `include/` from the Rust source with cbindgen.
+//! Build script: the shared library's SONAME, and (only when asked) the C
+//! headers in `include/` generated from the Rust source with cbindgen.
 //!
-//! The checked-in headers are what users compile against. Every build writes
-//! freshly generated copies to `$OUT_DIR/headers/`; the test `tests/headers.rs`
-//! fails when they differ from `include/`. To refresh the checked-in headers
-//! after changing the C surface, run:
+//! SONAME: `libamdgpu_dropin.so.<major>`, or `libamdgpu_dropin.so.0.<minor>`
+//! while the major version is 0 (cargo-c's convention; the CMake build names
+//! the files to match, see cmake/library_names.cmake).
 //!
-//!     AMDGPU_DROPIN_UPDATE_HEADERS=1 cargo build
+//! Headers: the checked-in headers are what users compile against, so a
+//! normal build runs no generator and compiles no cbindgen. With the feature
+//! `generate-headers` every build writes freshly generated copies to
+//! `$OUT_DIR/headers/`, and the test `tests/headers.rs` fails when they differ
+//! from `include/`. To refresh the checked-in headers after changing the C
+//! surface, run:
+//!
+//!     AMDGPU_DROPIN_UPDATE_HEADERS=1 cargo build --features generate-headers
 //!
 //! Inputs are listed file by file (no `cargo metadata` run) so the build stays
 //! fast and works offline.
 
+#[cfg(feature = "generate-headers")]
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "generate-headers")]
 struct Header {
     /// cbindgen configuration, relative to the crate root.
     config: &'static str,
@@ -21,18 +30,39 @@ struct Header {
     output: &'static str,
 }
 
+#[cfg(feature = "generate-headers")]
 const HEADERS: &[Header] = &[
     Header {
         config: "cbindgen.toml",
         sources: &["src/vmem/abi.rs", "src/ffi/vmem.rs"],
-        output: "iree/hal/drivers/amdgpu/util/vmem.h",
+        output: "iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h",
     },
     Header { config: "cbindgen-hostcall.toml", sources: &["src/ffi/hostcall.rs"], output: "rochostcall.hpp" },
 ];
 
 fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    set_soname();
+    #[cfg(feature = "generate-headers")]
+    generate_headers();
+}
+
+fn set_soname() {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
+        return;
+    }
+    let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap();
+    let minor = std::env::var("CARGO_PKG_VERSION_MINOR").unwrap();
+    let soversion = if major == "0" { format!("0.{minor}") } else { major };
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libamdgpu_dropin.so.{soversion}");
+}
+
+#[cfg(feature = "generate-headers")]
+fn generate_headers() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("headers");
+    // Fresh every run: tests/headers.rs compares the whole directory with include/.
+    let _ = std::fs::remove_dir_all(&out);
     let update = std::env::var_os("AMDGPU_DROPIN_UPDATE_HEADERS").is_some_and(|v| v == "1");
     println!("cargo:rerun-if-env-changed=AMDGPU_DROPIN_UPDATE_HEADERS");
     for header in HEADERS {
@@ -40,6 +70,7 @@ fn main() {
     }
 }
 
+#[cfg(feature = "generate-headers")]
 fn generate(root: &Path, out: &Path, header: &Header, update: bool) {
     let config_path = root.join(header.config);
     println!("cargo:rerun-if-changed={}", config_path.display());

@@ -27,6 +27,7 @@
 #include "iree/hal/drivers/amdgpu/util/topology.h"
 #include "iree/hal/drivers/amdgpu/util/vmem.h"
 #include "rochostcall.hpp"
+#include "system_hsa.h"
 
 bool iree_test_libhsa_initialize(iree_hal_amdgpu_libhsa_t* out_libhsa, const char** out_missing);
 
@@ -194,29 +195,41 @@ static int demo_hostcall(void) {
 
 int main(int argc, char** argv) {
   bool want_system = argc > 1 && strcmp(argv[1], "--system-hsa") == 0;
-  const char* missing = NULL;
-  if (!iree_test_libhsa_initialize(&g_libhsa, &missing)) {
-    fprintf(stderr, "demo: HSA runtime lacks %s\n", missing);
-    return 1;
-  }
-  Dl_info info;
   /* Which library provides HSA (the system ROCr or the built-in one). */
-  void* init_symbol = dlsym(RTLD_DEFAULT, "hsa_init");
-  const char* runtime = init_symbol && dladdr(init_symbol, &info) && info.dli_fname ? info.dli_fname : "?";
   bool is_sim = dlsym(RTLD_DEFAULT, "hsa_sim_get_live") != NULL;
   printf("amdgpu-dropin demo on %s (%s)\n",
-         is_sim ? "the built-in software HSA runtime" : "the system ROCr", runtime);
+         is_sim ? "the built-in software HSA runtime" : "the system ROCr", system_hsa_library());
   if (want_system && is_sim) {
     fprintf(stderr, "demo: --system-hsa asked but no system ROCr was found on the library path\n");
     return 1;
   }
-  if (hsa_init() != HSA_STATUS_SUCCESS) {
-    fprintf(stderr, "demo: hsa_init failed\n");
+  /* The vmem half needs every function of IREE's HSA table; the hostcall
+   * half only HSA signals. The built-in runtime has everything: anything
+   * missing there is a failure; on a system ROCr it is a reason to skip. */
+  const char* missing = NULL;
+  bool vmem_api = iree_test_libhsa_initialize(&g_libhsa, &missing);
+  if (!vmem_api && is_sim) {
+    fprintf(stderr, "demo: the software HSA runtime lacks %s\n", missing);
     return 1;
+  }
+  if (!vmem_api) system_hsa_has_vmem_api("demo");
+  hsa_status_t status = hsa_init();
+  if (status != HSA_STATUS_SUCCESS) {
+    system_hsa_explain_init_failure("demo", status);
+    if (is_sim) return 1;
+    printf("demo: SKIPPED: neither half can run without an initialized HSA runtime\n");
+    return SYSTEM_HSA_SKIP;
   }
   hsa_iterate_agents(collect_agent, NULL);
   printf("agents: %zu CPU, %zu GPU\n", g_topology.cpu_agent_count, g_topology.gpu_agent_count);
-  int rc = g_topology.cpu_agent_count ? demo_vmem() : 1;
+  int rc = 0;
+  if (!vmem_api) {
+    printf("demo: vmem part skipped (see above)\n");
+  } else if (!is_sim && g_topology.gpu_agent_count == 0) {
+    printf("demo: vmem part skipped: ROCr found no GPU agent\n");
+  } else {
+    rc = g_topology.cpu_agent_count ? demo_vmem() : 1;
+  }
   if (rc == 0) rc = demo_hostcall();
   hsa_shut_down();
   printf("%s\n", rc == 0 ? "demo: OK" : "demo: FAILED");

@@ -21,12 +21,19 @@ if ! { cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDe
 fi
 # The demo links libhsa-runtime64.so.1 through its RUNPATH (the built-in
 # software runtime); LD_LIBRARY_PATH is searched first, so with --system-hsa
-# the system ROCr is loaded instead.
+# the system ROCr is loaded instead: $ROCM_PATH/lib (default /opt/rocm/lib),
+# else the one the dynamic loader knows (e.g. Debian's libhsa-runtime64-1).
+# The demo exits with 77 (skipped) and says why when nothing can run there.
 for arg in "$@"; do
   if [ "$arg" = --system-hsa ]; then
     rocm_lib="${ROCM_PATH:-/opt/rocm}/lib"
     if [ ! -e "$rocm_lib/libhsa-runtime64.so.1" ]; then
-      echo "demo: --system-hsa: no libhsa-runtime64.so.1 in $rocm_lib (set ROCM_PATH)" >&2
+      rocm_lib=$(/sbin/ldconfig -p 2>/dev/null | awk '/libhsa-runtime64\.so\.1 / && !found {print $NF; found = 1}') || rocm_lib=""
+      rocm_lib=${rocm_lib%/*}
+    fi
+    if [ -z "$rocm_lib" ]; then
+      echo "demo: --system-hsa: no libhsa-runtime64.so.1 in ${ROCM_PATH:-/opt/rocm}/lib nor on the" \
+        "loader's path (install ROCm, or Debian's libhsa-runtime64-1, or set ROCM_PATH)" >&2
       exit 1
     fi
     export LD_LIBRARY_PATH="$rocm_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build and test the
-# project: cmake, ninja, a C/C++ compiler, binutils. Needs root (or sudo) only
+# project: cmake, ninja, a C/C++ compiler, binutils, pkg-config. Needs root (or sudo) only
 # when something is missing. The Rust toolchain (cargo) must already be there.
 set -euo pipefail
 
@@ -12,6 +12,8 @@ command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v flock >/dev/null 2>&1 || missing+=(util-linux)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkgconf)
 
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"

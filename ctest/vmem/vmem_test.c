@@ -21,6 +21,9 @@
 #include "iree/hal/drivers/amdgpu/util/libhsa.h"
 #include "iree/hal/drivers/amdgpu/util/topology.h"
 #include "vmem_test.h"
+#if !VMEM_TEST_SIM
+#include "system_hsa.h"
+#endif
 #if VMEM_TEST_SIM
 #include "hsa_sim.h"
 #endif
@@ -1594,6 +1597,11 @@ static const test_case_t kTests[] = {
 int main(int argc, char** argv) {
   const char* only = argc > 1 ? argv[1] : NULL;
   int ran = 0;
+#if !VMEM_TEST_SIM
+  // The system ROCr may predate the vmem API or find no GPU: say which, skip.
+  int skip = system_hsa_vmem_skip_code("vmem_test");
+  if (skip != 0) return skip;
+#endif
   for (size_t i = 0; i < sizeof(kTests) / sizeof(kTests[0]); ++i) {
     if (only && strcmp(only, kTests[i].name) != 0) continue;
     if (!setup()) {

@@ -1,6 +1,6 @@
 //! C-visible types of IREE's `util/vmem.h`, laid out exactly as IREE lays
 //! them out (SPEC §2). cbindgen reads this file (with `src/ffi/vmem.rs`) to
-//! generate `include/iree/hal/drivers/amdgpu/util/vmem.h`.
+//! generate `include/iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h`.
 //!
 //! Enumerations cross the C ABI as 32-bit integers. A C caller may pass any
 //! value in an enum parameter, and a Rust enum holding a value outside its
