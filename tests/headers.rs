@@ -27,3 +27,8 @@ fn vmem_header_matches_source() {
 fn rochostcall_header_matches_source() {
     check("rochostcall.hpp");
 }
+
+#[test]
+fn hostcall_extension_header_matches_source() {
+    check("amdgpu_dropin_hostcall.h");
+}

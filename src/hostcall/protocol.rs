@@ -40,7 +40,10 @@
 //! the walk: every packet is served at most once per detach.
 
 use super::buffer::{DeviceBuffer, PacketIndex};
-use super::layout::{self, CONTROL_READY};
+#[cfg(any(test, loom))]
+use super::layout;
+use super::layout::CONTROL_READY;
+use super::packet::HostPacket;
 use super::sync::{fence, AtomicBool, Ordering};
 
 /// What one `drain_ready` call did.
@@ -68,10 +71,24 @@ impl DrainStats {
 /// `serve(service, lane, slot)` answers one active lane: it gets the lane's 8
 /// words and leaves the answer in them. `keep_going()` is asked between
 /// packets; when it returns false the walk stops (the buffer is being
-/// unregistered) and the packets not yet served are abandoned.
-pub fn drain_ready<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
+/// unregistered) and the packets not yet served are abandoned. (The
+/// listener serves whole packets, `drain_ready_packets`; the tests and the
+/// loom model use this per-lane form.)
+#[cfg(any(test, loom))]
+pub fn drain_ready<S, K>(buffer: &DeviceBuffer, mut serve: S, keep_going: K) -> DrainStats
 where
     S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
+    K: FnMut() -> bool,
+{
+    drain_ready_packets(buffer, |packet| packet.for_each_active_lane(&mut serve), keep_going)
+}
+
+/// As `drain_ready`, a whole packet at a time: `serve` gets a host copy of
+/// the packet (service, active mask, the active lanes' words) and leaves the
+/// answers in it; the active lanes are copied back before READY is cleared.
+pub fn drain_ready_packets<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
+where
+    S: FnMut(&mut HostPacket),
     K: FnMut() -> bool,
 {
     let mut stats = DrainStats::default();
@@ -117,21 +134,23 @@ where
     stats
 }
 
-/// Serves every active lane of one packet, then hands it back to the wave.
+/// Serves one packet (copied out, answered, active lanes copied back), then
+/// hands it back to the wave.
 fn serve_packet<S>(buffer: &DeviceBuffer, index: PacketIndex, serve: &mut S)
 where
-    S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
+    S: FnMut(&mut HostPacket),
 {
     // Relaxed: header fields written before the push, visible through the
     // acquire swap in `drain_ready`.
-    let mut mask = buffer.activemask(index).load(Ordering::Relaxed);
+    let activemask = buffer.activemask(index).load(Ordering::Relaxed);
     let service = buffer.service(index).load(Ordering::Relaxed);
-    while mask != 0 {
-        let lane = mask.trailing_zeros();
-        mask &= mask - 1;
-        let mut slot = buffer.read_slot(index, lane);
-        serve(service, lane, &mut slot);
-        buffer.write_slot(index, lane, &slot);
+    let mut packet = HostPacket::new(buffer.base(), service, activemask);
+    for lane in packet.active_lanes() {
+        packet.slots[lane as usize] = buffer.read_slot(index, lane);
+    }
+    serve(&mut packet);
+    for lane in packet.active_lanes() {
+        buffer.write_slot(index, lane, &packet.slots[lane as usize]);
     }
     // Release: publishes the answer words to the wave, whose acquire load that
     // sees READY clear pairs with this; also orders our `next` read and every

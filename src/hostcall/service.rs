@@ -1,5 +1,12 @@
-//! The services behind the packets: FUNCTION_CALL, PRINTF, and the defined
-//! answer to everything else.
+//! The services behind the packets: FUNCTION_CALL and PRINTF (built in),
+//! the handlers embedders register for other ids (`handlers`, the default
+//! DEVMEM service in `devmem`), the SANITIZER default (`sanitizer`), and the
+//! defined answer to everything else.
+//!
+//! Dispatch per packet: FUNCTION_CALL and PRINTF lane by lane (they cannot
+//! be overridden); any other id goes to the handler registered for the
+//! packet's buffer, else to the one registered for every buffer; with none,
+//! SANITIZER reports are printed and every other id is unknown.
 //!
 //! Error value: a lane whose request cannot be served (unknown service id,
 //! FUNCTION_CALL with a NULL function, a panic inside a service) gets
@@ -9,8 +16,11 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use super::handlers::{self, Handler, Registration};
 use super::layout::SLOT_WORDS;
+use super::packet::HostPacket;
 use super::printf::PrintfService;
+use super::sanitizer::{self, SERVICE_SANITIZER};
 use crate::log::Level;
 
 /// Service id: call a host function named by the device.
@@ -61,9 +71,52 @@ impl Services {
         }
     }
 
-    /// Drops per-buffer state (on disable).
+    /// Answers every active lane of one packet. Never unwinds.
+    pub fn serve_packet(&self, packet: &mut HostPacket) {
+        let buffer_key = packet.buffer_key();
+        match packet.service {
+            SERVICE_FUNCTION_CALL | SERVICE_PRINTF => packet
+                .for_each_active_lane(|service, lane, slot| self.serve_lane(buffer_key, service, lane, slot)),
+            _ => self.serve_extension(packet),
+        }
+    }
+
+    /// Drops per-buffer state (on disable): printf messages, the buffer's own
+    /// handlers, the default DEVMEM blocks it left.
     pub fn forget_buffer(&self, buffer_key: usize) {
         self.printf.forget_buffer(buffer_key);
+        handlers::table().forget_buffer(buffer_key);
+    }
+
+    /// A packet of a service that is not built in. A panic (in a built-in
+    /// service or the test hook) answers every active lane with `ERROR_VALUE`.
+    fn serve_extension(&self, packet: &mut HostPacket) {
+        let service = packet.service;
+        let buffer_key = packet.buffer_key();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            if self.panic_service == Some(service) {
+                panic!("{PANIC_SERVICE_ENV}={service}: test-requested panic");
+            }
+            match handlers::table().enter(service, buffer_key) {
+                Some(call) => run_handler(call.registration(), packet),
+                None if service == SERVICE_SANITIZER => sanitizer::print_report(packet),
+                None => packet.for_each_active_lane(|_, _, slot| {
+                    self.log_unknown(service, buffer_key);
+                    slot[0] = ERROR_VALUE;
+                }),
+            }
+        }));
+        if let Err(payload) = result {
+            crate::log!(
+                Level::Error,
+                "hostcall listener: service {} panicked on buffer {:#x}: {}; every active lane gets \
+                 the error value and the listener keeps serving",
+                service,
+                buffer_key,
+                crate::ffi::panic::panic_message(&*payload)
+            );
+            packet.for_each_active_lane(|_, _, slot| slot[0] = ERROR_VALUE);
+        }
     }
 
     fn dispatch(&self, buffer_key: usize, service: u32, lane: u32, slot: &mut [u64; SLOT_WORDS]) {
@@ -102,6 +155,62 @@ impl Services {
                 buffer_key
             );
         }
+    }
+}
+
+/// Runs a registered handler on `packet`. A C handler that returns non-zero
+/// failed: its lane (per-lane handler) or every active lane (per-packet
+/// handler) gets `ERROR_VALUE` in slot[0]; the other words stay as the
+/// handler left them.
+fn run_handler(registration: &Registration, packet: &mut HostPacket) {
+    let service = packet.service;
+    let buffer = packet.buffer;
+    match &registration.handler {
+        Handler::Lane { function, user_data } => packet.for_each_active_lane(|_, lane, slot| {
+            // SAFETY: the registration contract: `function` has the lane
+            // handler signature and may be called with `user_data` until it is
+            // unregistered (this call is counted, so unregister waits for it);
+            // `slot` is a live, writable array of 8 words.
+            let status = unsafe { function(*user_data as *mut _, buffer, service, lane, slot.as_mut_ptr()) };
+            if status != 0 {
+                log_handler_failure(service, packet_key(buffer), status, Some(lane));
+                slot[0] = ERROR_VALUE;
+            }
+        }),
+        Handler::Packet { function, user_data } => {
+            let header = (packet.buffer, packet.service, packet.activemask);
+            // SAFETY: as above, with the packet handler signature; `packet` is
+            // a live, writable host copy.
+            let status = unsafe { function(*user_data as *mut _, packet) };
+            // The handler may not redirect the write-back: the header stays.
+            (packet.buffer, packet.service, packet.activemask, packet.reserved) =
+                (header.0, header.1, header.2, 0);
+            if status != 0 {
+                log_handler_failure(service, packet_key(buffer), status, None);
+                packet.for_each_active_lane(|_, _, slot| slot[0] = ERROR_VALUE);
+            }
+        }
+        Handler::Builtin(builtin) => builtin.serve(packet),
+    }
+}
+
+fn packet_key(buffer: *mut core::ffi::c_void) -> usize {
+    buffer as usize
+}
+
+fn log_handler_failure(service: u32, buffer_key: usize, status: i32, lane: Option<u32>) {
+    if let Some(lane) = lane {
+        crate::log!(
+            Level::Error,
+            "hostcall: the handler of service {service} returned {status} for buffer {buffer_key:#x} \
+             lane {lane}; the lane gets -1 in slot[0]"
+        );
+    } else {
+        crate::log!(
+            Level::Error,
+            "hostcall: the packet handler of service {service} returned {status} for buffer \
+             {buffer_key:#x}; every active lane gets -1 in slot[0]"
+        );
     }
 }
 
