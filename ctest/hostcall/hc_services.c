@@ -178,10 +178,8 @@ static void test_lane_handler_under_traffic(void) {
   HC_CHECK(atomic_load(&state.wrong_args) == 0, "handler saw wrong buffer/service/lane");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_LANE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
-  disableHostcalls(buffers[0], NULL);
-  disableHostcalls(buffers[1], NULL);
-  hc_free_buffer(buffers[0]);
-  hc_free_buffer(buffers[1]);
+  hc_disable_and_free(buffers[0]);
+  hc_disable_and_free(buffers[1]);
 }
 
 /* ---- per-packet handler, buffer scopes, failures, unknown ids ------------- */
@@ -389,10 +387,8 @@ static void test_register_unregister_under_traffic(void) {
            (unsigned long long)result.calls);
   printf("  churn: %d rounds, %d with calls, %llu wave calls\n", CHURN_ROUNDS, served_rounds,
          (unsigned long long)result.calls);
-  disableHostcalls(buffers[0], NULL);
-  disableHostcalls(buffers[1], NULL);
-  hc_free_buffer(buffers[0]);
-  hc_free_buffer(buffers[1]);
+  hc_disable_and_free(buffers[0]);
+  hc_disable_and_free(buffers[1]);
 }
 
 /* ---- unregistering from inside a handler ---------------------------------- */
@@ -445,8 +441,7 @@ static void test_unregister_from_inside(void) {
            g_other_rc);
   HC_REQUIRE(call_service(buffer, SERVICE_OTHER, 0x1, 1, lanes) == DEVICE_SIM_OK, "call other");
   HC_CHECK(lanes[0][0] == ERROR_VALUE, "other unregistered");
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
 }
 
 /* ---- SANITIZER ------------------------------------------------------------ */
@@ -530,8 +525,7 @@ static void test_sanitizer_hook(void) {
   HC_CHECK(capture.slots[0][0] == 0, "inactive lane is zero in the copy");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
 }
 
 /* ---- a panic inside a registered service is contained --------------------- */

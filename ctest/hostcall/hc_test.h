@@ -56,6 +56,8 @@ void hc_hsa_init(void);
  * hc_free_buffer). In hc_buffer.c: links the library. */
 void* hc_alloc_buffer(uint32_t num_packets);
 void hc_free_buffer(void* buffer);
+/* disableHostcalls(buffer, NULL), then hc_free_buffer. */
+void hc_disable_and_free(void* buffer);
 
 /* A buffer of `size` bytes that ends exactly where `guard_bytes` (rounded up
  * to pages) of PROT_NONE memory begins, so any access past its end faults.

@@ -34,7 +34,6 @@ use core::ffi::c_void;
 use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use super::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn, HostPacket};
 use super::service::{SERVICE_FUNCTION_CALL, SERVICE_PRINTF};
@@ -42,9 +41,6 @@ use crate::log::Level;
 
 /// Service id 0: reserved by the device libraries (never a request).
 pub const SERVICE_RESERVED: u32 = 0;
-
-/// How often a waiting unregister says why it is still waiting.
-const WAIT_WARN_PERIOD: Duration = Duration::from_secs(1);
 
 /// A service implemented in Rust and registered like a C handler (the
 /// default DEVMEM service).
@@ -253,28 +249,19 @@ impl Registration {
                 inside.borrow().iter().filter(|&&a| a == address).count() as u32
             })
             .unwrap_or(0);
-        let start = Instant::now();
-        let mut warned = start;
-        let mut step = 0u32;
-        while self.calls.in_flight(fork_epoch()) > own {
-            if step < 64 {
-                std::thread::yield_now();
-                step += 1;
-            } else {
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            if warned.elapsed() >= WAIT_WARN_PERIOD {
-                warned = Instant::now();
+        super::waiting::wait_until(
+            || self.calls.in_flight(fork_epoch()) <= own,
+            |waited| {
                 crate::log!(
                     Level::Warning,
                     "hostcall: unregistering the {} of service {}: still waiting for a running call \
                      ({:.1} s)",
                     self.handler.describe(),
                     self.service,
-                    start.elapsed().as_secs_f64()
+                    waited.as_secs_f64()
                 );
-            }
-        }
+            },
+        );
         if own > 0 {
             crate::log!(
                 Level::Info,
@@ -598,7 +585,7 @@ mod tests {
             let table = Arc::clone(&table);
             std::thread::spawn(move || table.unregister(7, None))
         };
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(20));
         assert!(!unregistering.is_finished(), "unregister must wait for the running call");
         release.store(true, Ordering::SeqCst);
         assert_eq!(unregistering.join().unwrap(), Ok(()));

@@ -47,6 +47,8 @@ pub mod devmem;
 pub mod handlers;
 #[cfg(not(loom))]
 pub mod sanitizer;
+#[cfg(not(loom))]
+mod waiting;
 
 #[cfg(not(loom))]
 pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};
