@@ -518,7 +518,7 @@ static int child_sanitizer_default(void) {
     return 5;
   }
   if (device_sim_fc_checked_call(buffer, ~0ull, 3, TIMEOUT_NS) != 0) return 6;
-  disableHostcalls(buffer, NULL);
+  hc_disable_and_free(buffer);
   return 0;
 }
 
@@ -595,7 +595,7 @@ static int child_panic(void) {
   if (amdgpu_dropin_hostcall_unregister_handler(SERVICE_PANIC, NULL) != AMDGPU_DROPIN_HOSTCALL_OK) {
     return 7;
   }
-  disableHostcalls(buffer, NULL);
+  hc_disable_and_free(buffer);
   return 0;
 }
 
