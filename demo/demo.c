@@ -237,15 +237,17 @@ static int demo_devmem(void* buffer) {
   const uint64_t mask = 0xFFFF;
   for (int lane = 0; lane < 16; ++lane) sizes[lane] = 2u << 20;
   int rc = device_sim_devmem_request(buffer, mask, zero, sizes, slabs, 0);
+  demo_live_t live = {0};
+  bool sim = get_live(&live);
   int got = 0;
   for (int lane = 0; lane < 16; ++lane) {
     if (slabs[lane] != 0 && slabs[lane] != AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE) {
-      memset((void*)(uintptr_t)slabs[lane], lane, 2u << 20); /* the wave writes its slab */
+      /* The simulated wave writes its slab (on a real GPU, VRAM may not be
+       * host-accessible: only the software runtime's blocks are touched). */
+      if (sim) memset((void*)(uintptr_t)slabs[lane], lane, 2u << 20);
       got++;
     }
   }
-  demo_live_t live = {0};
-  bool sim = get_live(&live);
   printf("  DEVMEM: 16 lanes asked for 2 MiB each: %d slabs (lane 0 at %#" PRIx64 ")", got, slabs[0]);
   if (sim) printf(", %" PRIu64 " pool blocks live", live.pool_allocations);
   printf("\n");
@@ -286,6 +288,11 @@ static int demo_hostcall(void) {
   if (rc == 0) rc = demo_devmem(buffer);
   disableHostcalls(buffer, buffer);
   print_live("after disableHostcalls (DEVMEM blocks the lanes left are freed)");
+  demo_live_t after;
+  if (get_live(&after) && after.pool_allocations != 0) {
+    printf("  DEVMEM: %" PRIu64 " blocks leaked\n", after.pool_allocations);
+    rc = 1;
+  }
   free(buffer);
   return rc == 0 ? 0 : 1;
 }
