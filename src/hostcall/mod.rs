@@ -5,6 +5,8 @@
 //! * `buffer`   — the one module that touches device-shared memory.
 //! * `protocol` — detach / walk / serve / release of the ready stack and the
 //!   registration gate; model-checked with loom (`tests/loom_hostcall.rs`).
+//! * `call_gate` — calls of a registered handler vs. its unregistration
+//!   (model-checked with loom: `tests/loom_handlers.rs`).
 //! * `packet`   — the host copy of a packet and the handler signatures (C ABI).
 //! * `service`  — dispatch: FUNCTION_CALL, PRINTF (`printf/`), registered
 //!   handlers (`handlers`), DEVMEM (`devmem`), SANITIZER (`sanitizer`), the
@@ -15,6 +17,7 @@
 //! `sync` swaps the atomics of `buffer`/`protocol` for loom's under
 //! `--cfg loom`; in that configuration only the model-checkable part is built.
 
+pub mod call_gate;
 pub mod layout;
 pub mod packet;
 mod sync;
