@@ -38,6 +38,11 @@ const HEADERS: &[Header] = &[
         output: "iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h",
     },
     Header { config: "cbindgen-hostcall.toml", sources: &["src/ffi/hostcall.rs"], output: "rochostcall.hpp" },
+    Header {
+        config: "cbindgen-hostcall-ext.toml",
+        sources: &["src/hostcall/packet.rs", "src/ffi/hostcall_ext.rs"],
+        output: "amdgpu_dropin_hostcall.h",
+    },
 ];
 
 fn main() {

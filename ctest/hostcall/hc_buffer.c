@@ -18,3 +18,8 @@ void* hc_alloc_buffer(uint32_t num_packets) {
 
 void hc_free_buffer(void* buffer) { free(buffer); }
 
+
+void hc_disable_and_free(void* buffer) {
+  disableHostcalls(buffer, NULL);
+  hc_free_buffer(buffer);
+}

@@ -56,6 +56,8 @@ void hc_hsa_init(void);
  * hc_free_buffer). In hc_buffer.c: links the library. */
 void* hc_alloc_buffer(uint32_t num_packets);
 void hc_free_buffer(void* buffer);
+/* disableHostcalls(buffer, NULL), then hc_free_buffer. */
+void hc_disable_and_free(void* buffer);
 
 /* A buffer of `size` bytes that ends exactly where `guard_bytes` (rounded up
  * to pages) of PROT_NONE memory begins, so any access past its end faults.
@@ -79,6 +81,8 @@ int hc_thread_count(void);
 int hc_wait_thread_count(int expected, uint32_t timeout_ms);
 /* Live HSA signals of the software runtime. */
 uint64_t hc_live_signals(void);
+/* Live memory pool blocks (hsa_amd_memory_pool_allocate) of the software runtime. */
+uint64_t hc_live_pool_blocks(void);
 
 /* Child processes. A test binary runs a named case in a fresh child by
  * re-executing itself: `hc_child_main(argc, argv, cases)` at the top of main

@@ -91,12 +91,18 @@ typedef struct hsa_sim_live_s {
   uint64_t handles;      /* hsa_amd_vmem_handle_create not released */
   uint64_t mappings;     /* hsa_amd_vmem_map not unmapped */
   uint64_t signals;      /* signals not destroyed */
+  uint64_t pool_allocations; /* hsa_amd_memory_pool_allocate not freed */
 } hsa_sim_live_t;
 
 HSA_API void hsa_sim_get_live(hsa_sim_live_t* out);
 /* What was still live when the last hsa_shut_down dropped the reference count
  * to 0 (the runtime then releases it all, as ROCr does). */
 HSA_API void hsa_sim_get_leaked_at_shutdown(hsa_sim_live_t* out);
+
+/* True when `ptr` lies in a live hsa_amd_memory_pool_allocate block that
+ * `agent` may access (the pool's owner, or granted by
+ * hsa_amd_agents_allow_access). */
+HSA_API bool hsa_sim_pool_block_accessible(const void* ptr, hsa_agent_t agent);
 
 /* ---- Call trace ---------------------------------------------------------- */
 

@@ -352,6 +352,7 @@ HSA_API hsa_status_t hsa_shut_down(void) {
         memset(&leaked, 0, sizeof(leaked));
         sim_vmem_shutdown(&leaked);
         sim_signal_shutdown(&leaked);
+        sim_pool_memory_shutdown(&leaked);
         g_leaked = leaked;
       }
       /* release: pairs with sim_initialized's acquire (no data published on

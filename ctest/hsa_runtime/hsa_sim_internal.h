@@ -72,6 +72,7 @@ SIM_HIDDEN extern hsa_sim_live_t sim_live;
  * every object, adding what was released to *leaked. */
 SIM_HIDDEN void sim_vmem_shutdown(hsa_sim_live_t* leaked);
 SIM_HIDDEN void sim_signal_shutdown(hsa_sim_live_t* leaked);
+SIM_HIDDEN void sim_pool_memory_shutdown(hsa_sim_live_t* leaked);
 
 SIM_HIDDEN uint64_t sim_now_ns(void);
 

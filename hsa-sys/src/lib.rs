@@ -270,6 +270,20 @@ pub type pfn_hsa_amd_vmem_set_access = unsafe extern "C" fn(
     desc_cnt: usize,
 ) -> hsa_status_t;
 
+pub type pfn_hsa_amd_memory_pool_allocate = unsafe extern "C" fn(
+    memory_pool: hsa_amd_memory_pool_t,
+    size: usize,
+    flags: u32,
+    ptr: *mut *mut c_void,
+) -> hsa_status_t;
+pub type pfn_hsa_amd_memory_pool_free = unsafe extern "C" fn(ptr: *mut c_void) -> hsa_status_t;
+pub type pfn_hsa_amd_agents_allow_access = unsafe extern "C" fn(
+    num_agents: u32,
+    agents: *const hsa_agent_t,
+    flags: *const u32,
+    ptr: *const c_void,
+) -> hsa_status_t;
+
 pub type pfn_hsa_signal_create = unsafe extern "C" fn(
     initial_value: hsa_signal_value_t,
     num_consumers: u32,

@@ -13,3 +13,6 @@ pub mod vmem;
 
 #[cfg(feature = "rocclr-hostcall")]
 pub mod hostcall;
+
+#[cfg(feature = "rocclr-hostcall")]
+pub mod hostcall_ext;

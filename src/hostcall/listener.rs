@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 use hsa_sys::*;
 
 use super::buffer::DeviceBuffer;
-use super::protocol::{drain_ready, Gate};
+use super::protocol::{drain_ready_packets, Gate};
 use super::service::Services;
 use crate::log::Level;
 
@@ -623,9 +623,9 @@ pub(super) fn serve_entry(shared: &Shared, entry: &Entry) -> u32 {
         return 0;
     }
     let _inside = Inside::new(&entry.gate);
-    let stats = drain_ready(
+    let stats = drain_ready_packets(
         &entry.buffer,
-        |service, lane, slot| shared.services.serve_lane(entry.key, service, lane, slot),
+        |packet| shared.services.serve_packet(packet),
         || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed),
     );
     if let Some(ptr) = stats.bad_pointer {

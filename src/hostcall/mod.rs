@@ -5,14 +5,21 @@
 //! * `buffer`   — the one module that touches device-shared memory.
 //! * `protocol` — detach / walk / serve / release of the ready stack and the
 //!   registration gate; model-checked with loom (`tests/loom_hostcall.rs`).
-//! * `service`  — FUNCTION_CALL, PRINTF (`printf/`), the error answer.
+//! * `call_gate` — calls of a registered handler vs. its unregistration
+//!   (model-checked with loom: `tests/loom_handlers.rs`).
+//! * `packet`   — the host copy of a packet and the handler signatures (C ABI).
+//! * `service`  — dispatch: FUNCTION_CALL, PRINTF (`printf/`), registered
+//!   handlers (`handlers`), DEVMEM (`devmem`), SANITIZER (`sanitizer`), the
+//!   error answer.
 //! * `listener` — the thread, the doorbell signal, the waiting strategy.
 //! * `registry` — enable/disable, listener lifetime, exit/fork/unload hooks.
 //!
 //! `sync` swaps the atomics of `buffer`/`protocol` for loom's under
 //! `--cfg loom`; in that configuration only the model-checkable part is built.
 
+pub mod call_gate;
 pub mod layout;
+pub mod packet;
 mod sync;
 
 #[cfg(not(loom))]
@@ -36,6 +43,15 @@ pub mod printf;
 mod registry;
 #[cfg(not(loom))]
 mod service;
+
+#[cfg(not(loom))]
+pub mod devmem;
+#[cfg(not(loom))]
+pub mod handlers;
+#[cfg(not(loom))]
+pub mod sanitizer;
+#[cfg(not(loom))]
+mod waiting;
 
 #[cfg(not(loom))]
 pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};

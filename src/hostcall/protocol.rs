@@ -41,6 +41,7 @@
 
 use super::buffer::{DeviceBuffer, PacketIndex};
 use super::layout::{self, CONTROL_READY};
+use super::packet::{HostPacket, Packet};
 use super::sync::{fence, AtomicBool, Ordering};
 
 /// What one `drain_ready` call did.
@@ -68,10 +69,24 @@ impl DrainStats {
 /// `serve(service, lane, slot)` answers one active lane: it gets the lane's 8
 /// words and leaves the answer in them. `keep_going()` is asked between
 /// packets; when it returns false the walk stops (the buffer is being
-/// unregistered) and the packets not yet served are abandoned.
-pub fn drain_ready<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
+/// unregistered) and the packets not yet served are abandoned. (The
+/// listener serves whole packets, `drain_ready_packets`; the tests and the
+/// loom model use this per-lane form.)
+#[cfg(any(test, loom))]
+pub fn drain_ready<S, K>(buffer: &DeviceBuffer, mut serve: S, keep_going: K) -> DrainStats
 where
     S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
+    K: FnMut() -> bool,
+{
+    drain_ready_packets(buffer, |packet| packet.serve_lanes(&mut serve), keep_going)
+}
+
+/// As `drain_ready`, a packet at a time: `serve` gets the packet (its header,
+/// and its lanes one by one or as a whole-packet host copy, `Packet`); READY
+/// is cleared after it returns.
+pub fn drain_ready_packets<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
+where
+    S: FnMut(&mut PendingPacket<'_>),
     K: FnMut() -> bool,
 {
     let mut stats = DrainStats::default();
@@ -117,22 +132,60 @@ where
     stats
 }
 
-/// Serves every active lane of one packet, then hands it back to the wave.
+/// A packet detached from the ready stack and not yet handed back.
+pub struct PendingPacket<'a> {
+    buffer: &'a DeviceBuffer,
+    index: PacketIndex,
+    service: u32,
+    activemask: u64,
+}
+
+impl Packet for PendingPacket<'_> {
+    fn service(&self) -> u32 {
+        self.service
+    }
+
+    fn buffer_key(&self) -> usize {
+        self.buffer.base()
+    }
+
+    fn serve_lanes<F: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS])>(&mut self, mut serve: F) {
+        let mut mask = self.activemask;
+        while mask != 0 {
+            let lane = mask.trailing_zeros();
+            mask &= mask - 1;
+            let mut slot = self.buffer.read_slot(self.index, lane);
+            serve(self.service, lane, &mut slot);
+            self.buffer.write_slot(self.index, lane, &slot);
+        }
+    }
+
+    fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {
+        let mut packet = HostPacket::new(self.buffer.base(), self.service, self.activemask);
+        for lane in packet.active_lanes() {
+            packet.slots[lane as usize] = self.buffer.read_slot(self.index, lane);
+        }
+        serve(&mut packet);
+        // Only the lanes the wave sent, whatever the service did to the copy's header.
+        let mut mask = self.activemask;
+        while mask != 0 {
+            let lane = mask.trailing_zeros();
+            mask &= mask - 1;
+            self.buffer.write_slot(self.index, lane, &packet.slots[lane as usize]);
+        }
+    }
+}
+
+/// Serves one packet, then hands it back to the wave.
 fn serve_packet<S>(buffer: &DeviceBuffer, index: PacketIndex, serve: &mut S)
 where
-    S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
+    S: FnMut(&mut PendingPacket<'_>),
 {
     // Relaxed: header fields written before the push, visible through the
     // acquire swap in `drain_ready`.
-    let mut mask = buffer.activemask(index).load(Ordering::Relaxed);
+    let activemask = buffer.activemask(index).load(Ordering::Relaxed);
     let service = buffer.service(index).load(Ordering::Relaxed);
-    while mask != 0 {
-        let lane = mask.trailing_zeros();
-        mask &= mask - 1;
-        let mut slot = buffer.read_slot(index, lane);
-        serve(service, lane, &mut slot);
-        buffer.write_slot(index, lane, &slot);
-    }
+    serve(&mut PendingPacket { buffer, index, service, activemask });
     // Release: publishes the answer words to the wave, whose acquire load that
     // sees READY clear pairs with this; also orders our `next` read and every
     // payload access before the wave's reuse of the packet.

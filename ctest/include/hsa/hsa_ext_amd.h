@@ -129,6 +129,14 @@ HSA_API hsa_status_t hsa_amd_vmem_address_reserve_align(void** va, size_t size,
                                                         uint64_t flags);
 HSA_API hsa_status_t hsa_amd_vmem_address_free(void* va, size_t size);
 
+/* Memory pool allocations (ROCr: hsa_ext_amd.h). flags: 0, or
+ * HSA_AMD_MEMORY_POOL_PCIE_FLAG (1), _CONTIGUOUS_FLAG (2), _EXECUTABLE_FLAG (4). */
+HSA_API hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t memory_pool,
+                                                  size_t size, uint32_t flags, void** ptr);
+HSA_API hsa_status_t hsa_amd_memory_pool_free(void* ptr);
+HSA_API hsa_status_t hsa_amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* agents,
+                                                 const uint32_t* flags, const void* ptr);
+
 HSA_API hsa_status_t hsa_amd_vmem_handle_create(
     hsa_amd_memory_pool_t pool, size_t size, hsa_amd_memory_type_t type,
     uint64_t flags, hsa_amd_vmem_alloc_handle_t* memory_handle);

@@ -1,0 +1,279 @@
+/* DEVMEM (service 3) through the device simulator, encoded as the device
+ * libraries encode it: the default service over an HSA memory pool of the
+ * software runtime (allocation, access grant, free, unknown and malformed
+ * requests, failures injected into HSA, leak accounting through the
+ * runtime's live counts, cleanup on disable and on unregister), the buffer
+ * scope, a runtime's own DEVMEM handler in its place, and concurrent waves. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amdgpu_dropin_hostcall.h"
+#include "device_sim.h"
+#include "device_sim_services.h"
+#include "hc_test.h"
+#include "hsa_sim.h"
+#include "rochostcall.hpp"
+
+#define PACKETS 8u
+#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
+#define ERROR_VALUE AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE
+#define DEVMEM AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM
+
+static hsa_agent_t g_gpu;
+static hsa_amd_memory_pool_t g_vram;       /* the GPU's coarse-grained pool */
+static hsa_amd_memory_pool_t g_group_pool; /* GROUP segment: not allocatable */
+
+static hsa_status_t find_gpu(hsa_agent_t agent, void* data) {
+  hsa_device_type_t type;
+  if (hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) == HSA_STATUS_SUCCESS &&
+      type == HSA_DEVICE_TYPE_GPU) {
+    *(hsa_agent_t*)data = agent;
+    return HSA_STATUS_INFO_BREAK;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+static hsa_status_t find_pools(hsa_amd_memory_pool_t pool, void* data) {
+  (void)data;
+  uint32_t segment = 0, flags = 0;
+  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment);
+  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
+  if (segment == HSA_AMD_SEGMENT_GLOBAL && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED) &&
+      g_vram.handle == 0) {
+    g_vram = pool;
+  }
+  if (segment == HSA_AMD_SEGMENT_GROUP) g_group_pool = pool;
+  return HSA_STATUS_SUCCESS;
+}
+
+/* One DEVMEM request from lane `lane` only; returns the answer. */
+static uint64_t request(void* buffer, uint32_t lane, uint64_t address, uint64_t size) {
+  uint64_t addresses[64] = {0}, sizes[64] = {0}, answers[64] = {0};
+  addresses[lane] = address;
+  sizes[lane] = size;
+  int rc = device_sim_devmem_request(buffer, 1ull << lane, addresses, sizes, answers, TIMEOUT_NS);
+  if (rc != DEVICE_SIM_OK) {
+    fprintf(stderr, "devmem request: %s\n", device_sim_error_string(rc));
+    return 0xDEADull;
+  }
+  return answers[lane];
+}
+
+static amdgpu_dropin_hostcall_status_t enable_devmem(void* buffer) {
+  uint64_t agent = g_gpu.handle;
+  return amdgpu_dropin_hostcall_devmem_enable(buffer, g_vram.handle, &agent, 1);
+}
+
+static void test_pool_checks(void) {
+  uint64_t agent = g_gpu.handle;
+  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, g_group_pool.handle, &agent, 1) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL, "GROUP pool refused");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "nothing was registered");
+}
+
+static void test_default_service(void) {
+  void* buffer = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "enable");
+  const uint64_t base = hc_live_pool_blocks();
+  HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
+  HC_CHECK(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED, "twice");
+  hsa_sim_reset_call_counts();
+
+  /* 64 lanes allocate at once. */
+  uint64_t addresses[64] = {0}, sizes[64], answers[64] = {0};
+  for (int lane = 0; lane < 64; ++lane) sizes[lane] = 1000u * (uint64_t)(lane + 1);
+  HC_REQUIRE(device_sim_devmem_request(buffer, ~0ull, addresses, sizes, answers, TIMEOUT_NS) ==
+                 DEVICE_SIM_OK, "allocate x64");
+  bool distinct = true, usable = true;
+  for (int lane = 0; lane < 64; ++lane) {
+    if (answers[lane] == 0 || answers[lane] == ERROR_VALUE) usable = false;
+    for (int other = 0; other < lane; ++other) distinct &= answers[other] != answers[lane];
+  }
+  HC_REQUIRE(usable, "every lane got memory");
+  HC_CHECK(distinct, "distinct blocks");
+  HC_CHECK(hc_live_pool_blocks() == base + 64, "%llu live blocks (want %llu)",
+           (unsigned long long)hc_live_pool_blocks(), (unsigned long long)(base + 64));
+  HC_CHECK(hsa_sim_call_count("hsa_amd_agents_allow_access") == 64, "access granted per block");
+  for (int lane = 0; lane < 64; ++lane) {
+    HC_CHECK(hsa_sim_pool_block_accessible((void*)(uintptr_t)answers[lane], g_gpu), "lane %d", lane);
+    memset((void*)(uintptr_t)answers[lane], 0xA5, sizes[lane]); /* the block is really that big */
+  }
+
+  /* Lanes 0..31 free theirs (size 0, as the device heap does). */
+  uint64_t frees[64] = {0}, zero[64] = {0}, freed[64];
+  memset(freed, 0xFF, sizeof(freed));
+  for (int lane = 0; lane < 32; ++lane) frees[lane] = answers[lane];
+  HC_REQUIRE(device_sim_devmem_request(buffer, 0xFFFFFFFFull, frees, zero, freed, TIMEOUT_NS) ==
+                 DEVICE_SIM_OK, "free x32");
+  for (int lane = 0; lane < 32; ++lane) HC_CHECK(freed[lane] == 0, "free answer lane %d", lane);
+  HC_CHECK(hc_live_pool_blocks() == base + 32, "after frees: %llu", (unsigned long long)hc_live_pool_blocks());
+
+  /* Unknown address, double free, malformed, too large: answered 0, no change. */
+  HC_CHECK(request(buffer, 5, 0x123456789000ull, 0) == 0, "unknown address");
+  HC_CHECK(request(buffer, 6, answers[0], 0) == 0, "double free");
+  HC_CHECK(request(buffer, 7, 0, 0) == 0, "address 0 and size 0");
+  HC_CHECK(request(buffer, 8, 0, 1ull << 62) == 0, "larger than the pool");
+  HC_CHECK(hc_live_pool_blocks() == base + 32, "nothing changed: %llu", (unsigned long long)hc_live_pool_blocks());
+  HC_CHECK(hsa_sim_call_count("hsa_amd_memory_pool_free") == 32, "only known blocks freed: %llu",
+           (unsigned long long)hsa_sim_call_count("hsa_amd_memory_pool_free"));
+
+  /* HSA failures: the lane gets 0 and nothing leaks. */
+  hsa_sim_fail_nth_call("hsa_amd_agents_allow_access", 1, HSA_STATUS_ERROR);
+  HC_CHECK(request(buffer, 9, 0, 4096) == 0, "failed access grant answers 0");
+  hsa_sim_fail_nth_call("hsa_amd_memory_pool_allocate", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  HC_CHECK(request(buffer, 10, 0, 4096) == 0, "failed allocation answers 0");
+  HC_CHECK(hc_live_pool_blocks() == base + 32, "no block left by the failures: %llu",
+           (unsigned long long)hc_live_pool_blocks());
+
+  /* Disabling the buffer frees what its requests left. */
+  disableHostcalls(buffer, NULL);
+  HC_CHECK(hc_live_pool_blocks() == base, "after disable: %llu (want %llu)", (unsigned long long)hc_live_pool_blocks(),
+           (unsigned long long)base);
+
+  /* The service (for every buffer) stays; unregistering it frees the rest. */
+  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "re-enable");
+  uint64_t again = request(buffer, 0, 0, 65536);
+  HC_CHECK(again != 0 && hc_live_pool_blocks() == base + 1, "allocation after re-enable");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister");
+  HC_CHECK(hc_live_pool_blocks() == base, "unregister freed the rest: %llu", (unsigned long long)hc_live_pool_blocks());
+  HC_CHECK(request(buffer, 0, 0, 64) == 0, "no DEVMEM service any more: 0 (no memory), never -1");
+  hc_disable_and_free(buffer);
+}
+
+static int32_t runtime_devmem(void* user, void* buffer, uint32_t service, uint32_t lane, uint64_t* slot) {
+  (void)user, (void)buffer, (void)service, (void)lane;
+  slot[0] = slot[0] == 0 ? 0x5000 + slot[1] : 0;
+  return 0;
+}
+
+static void test_buffer_scope_and_runtime_handler(void) {
+  void* a = hc_alloc_buffer(PACKETS);
+  void* b = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(enableHostcalls(a, PACKETS, NULL) && enableHostcalls(b, PACKETS, NULL), "enable");
+  const uint64_t base = hc_live_pool_blocks();
+  /* A runtime with its own memory objects serves DEVMEM itself. */
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(DEVMEM, NULL, runtime_devmem, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "runtime handler");
+  HC_CHECK(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED,
+           "the default cannot replace it");
+  HC_REQUIRE(enable_devmem(a) == AMDGPU_DROPIN_HOSTCALL_OK, "default for A only");
+  uint64_t on_a = request(a, 3, 0, 8192);
+  HC_CHECK(on_a != 0 && on_a != 0x5000 + 8192 && hc_live_pool_blocks() == base + 1, "A: default service");
+  HC_CHECK(request(b, 3, 0, 8192) == 0x5000 + 8192, "B: the runtime's handler");
+  /* Disabling A frees its block and ends A's service. */
+  disableHostcalls(a, NULL);
+  HC_CHECK(hc_live_pool_blocks() == base, "A's block freed on disable");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, a) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "A's service ended with A");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister the runtime's");
+  disableHostcalls(b, NULL);
+  hc_free_buffer(a);
+  hc_free_buffer(b);
+}
+
+/* Waves allocate and free concurrently on two buffers. */
+typedef struct wave_arg {
+  void* buffer;
+  int failures;
+} wave_arg_t;
+
+static void* devmem_wave(void* p) {
+  wave_arg_t* arg = p;
+  for (int round = 0; round < 100; ++round) {
+    uint64_t zero[64] = {0}, sizes[64], blocks[64] = {0}, answers[64];
+    for (int lane = 0; lane < 64; ++lane) sizes[lane] = 256u + (uint64_t)lane;
+    const uint64_t mask = 0x00FF00FF00FF00FFull;
+    if (device_sim_devmem_request(arg->buffer, mask, zero, sizes, blocks, TIMEOUT_NS) != DEVICE_SIM_OK) {
+      arg->failures++;
+      continue;
+    }
+    for (int lane = 0; lane < 64; ++lane) {
+      if ((mask >> lane) & 1) {
+        if (blocks[lane] == 0 || blocks[lane] == ERROR_VALUE) arg->failures++;
+        *(volatile uint8_t*)(uintptr_t)blocks[lane] = (uint8_t)lane;
+      }
+    }
+    if (device_sim_devmem_request(arg->buffer, mask, blocks, zero, answers, TIMEOUT_NS) != DEVICE_SIM_OK) {
+      arg->failures++;
+    }
+  }
+  return NULL;
+}
+
+static void test_concurrent_waves(void) {
+  void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
+  HC_REQUIRE(enableHostcalls(buffers[0], PACKETS, NULL) && enableHostcalls(buffers[1], PACKETS, NULL),
+             "enable");
+  const uint64_t base = hc_live_pool_blocks();
+  HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
+  pthread_t threads[4];
+  wave_arg_t args[4];
+  for (int i = 0; i < 4; ++i) {
+    args[i] = (wave_arg_t){.buffer = buffers[i % 2]};
+    pthread_create(&threads[i], NULL, devmem_wave, &args[i]);
+  }
+  int failures = 0;
+  for (int i = 0; i < 4; ++i) {
+    pthread_join(threads[i], NULL);
+    failures += args[i].failures;
+  }
+  HC_CHECK(failures == 0, "%d failed requests", failures);
+  HC_CHECK(hc_live_pool_blocks() == base, "leak: %llu live blocks (want %llu)", (unsigned long long)hc_live_pool_blocks(),
+           (unsigned long long)base);
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister");
+  hc_disable_and_free(buffers[0]);
+  hc_disable_and_free(buffers[1]);
+}
+
+/* Child: DEVMEM with no service at all, several times. */
+static int child_unserved(void) {
+  hc_hsa_init();
+  void* buffer = hc_alloc_buffer(PACKETS);
+  if (!enableHostcalls(buffer, PACKETS, NULL)) return 2;
+  for (int i = 0; i < 3; ++i) {
+    if (request(buffer, (uint32_t)i, 0, 4096) != 0) return 3;       /* allocate: no memory */
+    if (request(buffer, (uint32_t)i, 0x10000, 0) != 0) return 4;    /* free: ignored */
+  }
+  hc_disable_and_free(buffer);
+  return 0;
+}
+
+static void test_unserved_answers_zero_and_logs_once(void) {
+  static const char* const env[] = {"AMD_LOG_LEVEL=1", NULL};
+  hc_child_result_t r;
+  HC_REQUIRE(hc_spawn_child("unserved", env, 20000, &r), "spawn");
+  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  int lines = 0;
+  for (const char* p = r.err; (p = strstr(p, "no DEVMEM service is registered")) != NULL; ++p) lines++;
+  HC_CHECK(lines == 1, "logged %d times (want once); stderr: %s", lines, r.err);
+}
+
+int main(int argc, char** argv) {
+  static const hc_child_case_t cases[] = {
+      {"unserved", child_unserved},
+      {NULL, NULL},
+  };
+  hc_child_main(argc, argv, cases);
+  hc_hsa_init();
+  if (hsa_iterate_agents(find_gpu, &g_gpu) != HSA_STATUS_INFO_BREAK || g_gpu.handle == 0) {
+    fprintf(stderr, "no GPU agent in the software runtime\n");
+    return 1;
+  }
+  hsa_amd_agent_iterate_memory_pools(g_gpu, find_pools, NULL);
+  if (g_vram.handle == 0 || g_group_pool.handle == 0) {
+    fprintf(stderr, "GPU pools not found\n");
+    return 1;
+  }
+  HC_RUN(test_pool_checks);
+  HC_RUN(test_unserved_answers_zero_and_logs_once);
+  HC_RUN(test_default_service);
+  HC_RUN(test_buffer_scope_and_runtime_handler);
+  HC_RUN(test_concurrent_waves);
+  return hc_failures == 0 ? 0 : 1;
+}

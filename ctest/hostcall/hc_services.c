@@ -1,0 +1,628 @@
+/* The hostcall extension API (amdgpu_dropin_hostcall.h) as a C caller uses
+ * it: argument checks, custom services per lane and per packet, buffer
+ * scopes, failing handlers, registration and unregistration while waves post
+ * requests (also from inside a handler), and the SANITIZER default and hook,
+ * with requests encoded as the device libraries encode them. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amdgpu_dropin_hostcall.h"
+#include "device_sim.h"
+#include "device_sim_services.h"
+#include "hc_test.h"
+#include "rochostcall.hpp"
+
+#define PACKETS 8u
+#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
+#define CHILD_TIMEOUT_MS 20000u
+#define ERROR_VALUE AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE
+
+_Static_assert(sizeof(amdgpu_dropin_hostcall_packet_t) == 24 + 4096, "packet size");
+_Static_assert(offsetof(amdgpu_dropin_hostcall_packet_t, buffer) == 0, "buffer offset");
+_Static_assert(offsetof(amdgpu_dropin_hostcall_packet_t, service) == 8, "service offset");
+_Static_assert(offsetof(amdgpu_dropin_hostcall_packet_t, reserved) == 12, "reserved offset");
+_Static_assert(offsetof(amdgpu_dropin_hostcall_packet_t, activemask) == 16, "activemask offset");
+_Static_assert(offsetof(amdgpu_dropin_hostcall_packet_t, slots) == 24, "slots offset");
+_Static_assert(sizeof(amdgpu_dropin_hostcall_status_t) == 4, "status is 32-bit");
+
+/* One call of `service` from the lanes of `mask`; lane i sends in[i][0..7]
+ * = seed + i*8 + w. Returns the device_sim code; answers in lanes. */
+static int call_service(void* buffer, uint32_t service, uint64_t mask, uint64_t seed,
+                        uint64_t lanes[64][8]) {
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    for (uint32_t w = 0; w < 8; ++w) lanes[lane][w] = seed + lane * 8 + w;
+  }
+  return device_sim_hostcall(buffer, service, mask, lanes, TIMEOUT_NS);
+}
+
+/* ---- argument checks ------------------------------------------------------ */
+
+static int32_t lane_answer_7(void* user, void* buffer, uint32_t service, uint32_t lane,
+                             uint64_t* slot) {
+  (void)user, (void)buffer, (void)service, (void)lane;
+  slot[0] = 7;
+  return 0;
+}
+
+static int32_t packet_nop(void* user, amdgpu_dropin_hostcall_packet_t* packet) {
+  (void)user, (void)packet;
+  return 0;
+}
+
+static void test_api_arguments(void) {
+  HC_CHECK(amdgpu_dropin_hostcall_api_version() == AMDGPU_DROPIN_HOSTCALL_API_VERSION, "version");
+  for (int32_t s = 0; s <= 7; ++s) {
+    const char* text = amdgpu_dropin_hostcall_status_string(s);
+    HC_CHECK(text != NULL && strcmp(text, "unknown status") != 0, "status %d has no text", s);
+  }
+  HC_CHECK(strcmp(amdgpu_dropin_hostcall_status_string(-1), "unknown status") == 0, "unknown");
+  const uint32_t reserved[] = {0, AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL,
+                               AMDGPU_DROPIN_HOSTCALL_SERVICE_PRINTF};
+  for (size_t i = 0; i < 3; ++i) {
+    HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(reserved[i], NULL, lane_answer_7, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE, "register reserved %u", reserved[i]);
+    HC_CHECK(amdgpu_dropin_hostcall_register_packet_handler(reserved[i], NULL, packet_nop, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE, "register reserved %u", reserved[i]);
+    HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(reserved[i], NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE, "unregister reserved %u", reserved[i]);
+  }
+  HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(50, NULL, NULL, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "NULL lane handler");
+  HC_CHECK(amdgpu_dropin_hostcall_register_packet_handler(50, NULL, NULL, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "NULL packet handler");
+  HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(50, (void*)(uintptr_t)0x1003, lane_answer_7,
+                                                        NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "misaligned buffer");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(50, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "nothing registered");
+  HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(50, NULL, lane_answer_7, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_OK, "register");
+  HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(50, NULL, lane_answer_7, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED, "double registration");
+  HC_CHECK(amdgpu_dropin_hostcall_register_packet_handler(50, NULL, packet_nop, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED, "other kind, same scope");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(51, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "other id");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(50, (void*)(uintptr_t)0x1000) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "other scope");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(50, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(50, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "twice");
+  uint64_t agent = 1;
+  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 0, &agent, 1) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: zero pool");
+  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, NULL, 1) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: NULL agents");
+  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &agent, 0) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: no agent");
+  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &agent,
+                                                AMDGPU_DROPIN_HOSTCALL_MAX_AGENTS + 1) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: too many agents");
+  uint64_t zero_agent = 0;
+  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &zero_agent, 1) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: zero agent handle");
+  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &agent, 1) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL, "devmem: forged pool handle");
+}
+
+/* ---- per-lane custom service under random traffic ------------------------- */
+
+#define SERVICE_LANE 100u
+
+typedef struct lane_state {
+  atomic_uint_fast64_t calls;
+  void* const* buffers;
+  uint32_t buffer_count;
+  atomic_uint_fast64_t wrong_args;
+} lane_state_t;
+
+static int32_t lane_mix(void* user, void* buffer, uint32_t service, uint32_t lane, uint64_t* slot) {
+  lane_state_t* state = user;
+  bool known = false;
+  for (uint32_t i = 0; i < state->buffer_count; ++i) known |= state->buffers[i] == buffer;
+  if (!known || service != SERVICE_LANE || lane >= 64) atomic_fetch_add(&state->wrong_args, 1);
+  atomic_fetch_add(&state->calls, 1);
+  uint64_t sum = 0;
+  for (int w = 0; w < 8; ++w) sum += slot[w] * (uint64_t)(w + 1);
+  slot[0] = sum ^ lane;
+  slot[1] = ~slot[1];
+  return 0;
+}
+
+static void fill_lane_service(void* user, uint32_t wave, uint32_t call, uint64_t* rng,
+                              uint32_t* service, uint64_t* activemask, uint64_t lanes[64][8]) {
+  (void)user, (void)wave, (void)call;
+  *service = SERVICE_LANE;
+  *activemask = device_sim_random_mask(rng);
+  for (int lane = 0; lane < 64; ++lane) {
+    for (int w = 0; w < 8; ++w) lanes[lane][w] = device_sim_rand(rng);
+  }
+}
+
+static int check_lane_service(void* user, uint32_t wave, uint32_t call, uint32_t service,
+                              uint64_t activemask, const uint64_t in[64][8],
+                              const uint64_t out[64][8]) {
+  (void)user, (void)wave, (void)call, (void)service;
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    if (!(activemask & (1ull << lane))) continue;
+    uint64_t sum = 0;
+    for (int w = 0; w < 8; ++w) sum += in[lane][w] * (uint64_t)(w + 1);
+    if (out[lane][0] != (sum ^ lane) || out[lane][1] != ~in[lane][1]) return 1;
+  }
+  return 0;
+}
+
+static void test_lane_handler_under_traffic(void) {
+  void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
+  HC_REQUIRE(enableHostcalls(buffers[0], PACKETS, NULL) && enableHostcalls(buffers[1], PACKETS, NULL),
+             "enable");
+  lane_state_t state = {.buffers = buffers, .buffer_count = 2};
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_LANE, NULL, lane_mix, &state) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register");
+  device_sim_waves_config_t config = device_sim_waves_config(buffers, 2, 4, 200, 42, TIMEOUT_NS);
+  config.fill = fill_lane_service;
+  config.check = check_lane_service;
+  config.check_inactive_lanes = true;
+  device_sim_waves_result_t result;
+  int rc = device_sim_run_waves(&config, &result);
+  HC_CHECK(rc == 0 && result.calls == 800, "waves: %llu calls, %s", (unsigned long long)result.calls,
+           result.first_failure);
+  HC_CHECK(result.inactive_lane_writes == 0, "inactive lanes written");
+  HC_CHECK(atomic_load(&state.calls) == result.lanes_served, "%llu handler calls for %llu lanes",
+           (unsigned long long)atomic_load(&state.calls), (unsigned long long)result.lanes_served);
+  HC_CHECK(atomic_load(&state.wrong_args) == 0, "handler saw wrong buffer/service/lane");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_LANE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister");
+  hc_disable_and_free(buffers[0]);
+  hc_disable_and_free(buffers[1]);
+}
+
+/* ---- per-packet handler, buffer scopes, failures, unknown ids ------------- */
+
+#define SERVICE_PACKET 101u
+#define SERVICE_FAILING 102u
+#define SERVICE_UNKNOWN 9999u
+
+typedef struct packet_state {
+  void* buffer;
+  uint64_t last_mask;
+  uint32_t calls;
+  bool bad;
+} packet_state_t;
+
+/* Answers popcount(mask) and the lane; tries to widen the write-back (the
+ * library must ignore the header it changes). */
+static int32_t packet_count(void* user, amdgpu_dropin_hostcall_packet_t* packet) {
+  packet_state_t* state = user;
+  state->calls++;
+  state->last_mask = packet->activemask;
+  if (packet->buffer != state->buffer || packet->service != SERVICE_PACKET || packet->reserved != 0) {
+    state->bad = true;
+  }
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    if (packet->activemask & (1ull << lane)) {
+      packet->slots[lane][0] = (uint64_t)__builtin_popcountll(packet->activemask);
+      packet->slots[lane][1] = lane;
+    } else if (packet->slots[lane][0] != 0) {
+      state->bad = true; /* inactive lanes are zero in the copy */
+    } else {
+      packet->slots[lane][0] = 0xBADBADu;
+    }
+  }
+  packet->activemask = ~0ull;
+  return 0;
+}
+
+static int32_t lane_fail_odd(void* user, void* buffer, uint32_t service, uint32_t lane,
+                             uint64_t* slot) {
+  (void)user, (void)buffer, (void)service;
+  slot[1] = 42;
+  slot[0] = lane;
+  return (lane & 1) ? -5 : 0;
+}
+
+static int32_t packet_fail(void* user, amdgpu_dropin_hostcall_packet_t* packet) {
+  (void)user;
+  for (int lane = 0; lane < 64; ++lane) packet->slots[lane][1] = 43;
+  return 1;
+}
+
+static void test_packet_handler_scopes_and_failures(void) {
+  void* a = hc_alloc_buffer(PACKETS);
+  void* b = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(enableHostcalls(a, PACKETS, NULL) && enableHostcalls(b, PACKETS, NULL), "enable");
+  packet_state_t state = {.buffer = a};
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_PACKET, a, packet_count, &state) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register on A");
+  uint64_t lanes[64][8];
+  const uint64_t mask = 0x8000000000000013ull;
+  HC_REQUIRE(call_service(a, SERVICE_PACKET, mask, 100, lanes) == DEVICE_SIM_OK, "call A");
+  HC_CHECK(state.calls == 1 && state.last_mask == mask && !state.bad, "packet handler: %u calls, "
+           "mask %llx, bad %d", state.calls, (unsigned long long)state.last_mask, state.bad);
+  HC_CHECK(lanes[0][0] == 4 && lanes[1][1] == 1 && lanes[63][0] == 4 && lanes[63][1] == 63,
+           "packet answers");
+  /* The device_sim only copies back active lanes; check the buffer itself. */
+  HC_CHECK(lanes[2][0] == 100 + 2 * 8, "inactive lane's words changed on the caller side");
+  /* B has no handler: unknown. */
+  HC_REQUIRE(call_service(b, SERVICE_PACKET, 0x3, 200, lanes) == DEVICE_SIM_OK, "call B");
+  HC_CHECK(lanes[0][0] == ERROR_VALUE && lanes[1][0] == ERROR_VALUE && lanes[0][1] == 201,
+           "B without handler: %llx", (unsigned long long)lanes[0][0]);
+  /* A handler for every buffer: B uses it, A keeps its own. */
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_PACKET, NULL, lane_answer_7, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register global");
+  HC_REQUIRE(call_service(b, SERVICE_PACKET, 0x1, 300, lanes) == DEVICE_SIM_OK, "call B");
+  HC_CHECK(lanes[0][0] == 7, "B: global handler");
+  HC_REQUIRE(call_service(a, SERVICE_PACKET, 0x1, 300, lanes) == DEVICE_SIM_OK, "call A");
+  HC_CHECK(lanes[0][0] == 1 && state.calls == 2, "A: own handler first");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_PACKET, a) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister A's");
+  HC_REQUIRE(call_service(a, SERVICE_PACKET, 0x1, 300, lanes) == DEVICE_SIM_OK, "call A");
+  HC_CHECK(lanes[0][0] == 7 && state.calls == 2, "A falls back to the global handler");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_PACKET, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister global");
+
+  /* Failing handlers: the lane (or every lane) gets the error value. */
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FAILING, NULL, lane_fail_odd, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register failing");
+  HC_REQUIRE(call_service(a, SERVICE_FAILING, 0xF, 400, lanes) == DEVICE_SIM_OK, "call failing");
+  HC_CHECK(lanes[0][0] == 0 && lanes[2][0] == 2, "even lanes answered");
+  HC_CHECK(lanes[1][0] == ERROR_VALUE && lanes[3][0] == ERROR_VALUE && lanes[1][1] == 42,
+           "odd lanes failed: %llx %llx", (unsigned long long)lanes[1][0],
+           (unsigned long long)lanes[1][1]);
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FAILING, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister");
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_FAILING, b, packet_fail, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register failing packet handler");
+  HC_REQUIRE(call_service(b, SERVICE_FAILING, 0x5, 500, lanes) == DEVICE_SIM_OK, "call");
+  HC_CHECK(lanes[0][0] == ERROR_VALUE && lanes[2][0] == ERROR_VALUE && lanes[2][1] == 43,
+           "packet failure");
+
+  /* Unknown ids keep today's answer; the buffers keep working. */
+  HC_REQUIRE(call_service(a, SERVICE_UNKNOWN, 0x80000001ull, 600, lanes) == DEVICE_SIM_OK, "unknown");
+  HC_CHECK(lanes[0][0] == ERROR_VALUE && lanes[31][0] == ERROR_VALUE && lanes[31][1] == 600 + 31 * 8 + 1,
+           "unknown id answer");
+  HC_CHECK(device_sim_fc_checked_call(a, ~0ull, 9, TIMEOUT_NS) == 0, "FUNCTION_CALL still served");
+
+  /* Disabling B ends B's own registration. */
+  disableHostcalls(b, NULL);
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FAILING, b) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "B's handler ended with B");
+  disableHostcalls(a, NULL);
+  hc_free_buffer(a);
+  hc_free_buffer(b);
+}
+
+/* ---- registration churn under traffic ------------------------------------- */
+
+#define SERVICE_CHURN 103u
+#define CHURN_ROUNDS 300
+
+typedef struct churn_round {
+  atomic_int inside;
+  atomic_int calls;
+} churn_round_t;
+
+static atomic_int g_churn_violations;
+
+static int32_t churn_lane(void* user, void* buffer, uint32_t service, uint32_t lane, uint64_t* slot) {
+  (void)buffer, (void)service, (void)lane;
+  churn_round_t* round = user; /* freed right after its unregister returns */
+  atomic_fetch_add(&round->inside, 1);
+  atomic_fetch_add(&round->calls, 1);
+  for (int i = 0; i < 50; ++i) __asm__ volatile("" ::: "memory");
+  slot[0] = slot[0] + 1;
+  atomic_fetch_sub(&round->inside, 1);
+  return 0;
+}
+
+static int32_t churn_packet(void* user, amdgpu_dropin_hostcall_packet_t* packet) {
+  churn_round_t* round = user;
+  atomic_fetch_add(&round->inside, 1);
+  atomic_fetch_add(&round->calls, 1);
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    if (packet->activemask & (1ull << lane)) packet->slots[lane][0] += 1;
+  }
+  sched_yield();
+  atomic_fetch_sub(&round->inside, 1);
+  return 0;
+}
+
+static void fill_churn(void* user, uint32_t wave, uint32_t call, uint64_t* rng, uint32_t* service,
+                       uint64_t* activemask, uint64_t lanes[64][8]) {
+  (void)user, (void)wave, (void)call;
+  *service = SERVICE_CHURN;
+  *activemask = device_sim_random_mask(rng);
+  for (int lane = 0; lane < 64; ++lane) lanes[lane][0] = device_sim_rand(rng) >> 1;
+}
+
+/* Every active lane is answered by a handler (input + 1) or, while none is
+ * registered, with the error value; never anything else. */
+static int check_churn(void* user, uint32_t wave, uint32_t call, uint32_t service, uint64_t activemask,
+                       const uint64_t in[64][8], const uint64_t out[64][8]) {
+  (void)user, (void)wave, (void)call, (void)service;
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    if (!(activemask & (1ull << lane))) continue;
+    if (out[lane][0] != in[lane][0] + 1 && out[lane][0] != ERROR_VALUE) return 1;
+  }
+  return 0;
+}
+
+static void test_register_unregister_under_traffic(void) {
+  void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
+  HC_REQUIRE(enableHostcalls(buffers[0], PACKETS, NULL) && enableHostcalls(buffers[1], PACKETS, NULL),
+             "enable");
+  device_sim_waves_config_t config = device_sim_waves_config(buffers, 2, 4, 0, 7, TIMEOUT_NS);
+  config.fill = fill_churn;
+  config.check = check_churn;
+  device_sim_waves_t* waves = device_sim_waves_start(&config);
+  HC_REQUIRE(waves != NULL, "start waves");
+  int served_rounds = 0;
+  for (int i = 0; i < CHURN_ROUNDS; ++i) {
+    churn_round_t* round = calloc(1, sizeof(*round));
+    void* scope = (i % 3 == 2) ? buffers[i % 2] : NULL;
+    amdgpu_dropin_hostcall_status_t rc =
+        (i & 1) ? amdgpu_dropin_hostcall_register_packet_handler(SERVICE_CHURN, scope, churn_packet, round)
+                : amdgpu_dropin_hostcall_register_lane_handler(SERVICE_CHURN, scope, churn_lane, round);
+    HC_CHECK(rc == AMDGPU_DROPIN_HOSTCALL_OK, "round %d: register: %d", i, rc);
+    for (int spin = 0; spin < 20 && atomic_load(&round->calls) == 0; ++spin) sched_yield();
+    rc = amdgpu_dropin_hostcall_unregister_handler(SERVICE_CHURN, scope);
+    HC_CHECK(rc == AMDGPU_DROPIN_HOSTCALL_OK, "round %d: unregister: %d", i, rc);
+    if (atomic_load(&round->inside) != 0) atomic_fetch_add(&g_churn_violations, 1);
+    if (atomic_load(&round->calls) > 0) served_rounds++;
+    /* A call after the return would touch freed memory (ASan reports it). */
+    free(round);
+  }
+  device_sim_waves_stop(waves);
+  device_sim_waves_result_t result;
+  device_sim_waves_join(waves, &result);
+  HC_CHECK(result.errors == 0 && result.mismatches == 0, "waves: %s", result.first_failure);
+  HC_CHECK(atomic_load(&g_churn_violations) == 0, "%d handler calls still running after unregister",
+           atomic_load(&g_churn_violations));
+  HC_CHECK(served_rounds > 0, "no round saw a call (%llu calls in total)",
+           (unsigned long long)result.calls);
+  printf("  churn: %d rounds, %d with calls, %llu wave calls\n", CHURN_ROUNDS, served_rounds,
+         (unsigned long long)result.calls);
+  hc_disable_and_free(buffers[0]);
+  hc_disable_and_free(buffers[1]);
+}
+
+/* ---- unregistering from inside a handler ---------------------------------- */
+
+#define SERVICE_SELF 104u
+#define SERVICE_OTHER 105u
+
+static amdgpu_dropin_hostcall_status_t g_self_rc = -1;
+static amdgpu_dropin_hostcall_status_t g_other_rc = -1;
+
+static int32_t unregister_self(void* user, void* buffer, uint32_t service, uint32_t lane,
+                               uint64_t* slot) {
+  (void)user, (void)buffer, (void)lane;
+  if (g_self_rc == (amdgpu_dropin_hostcall_status_t)-1) {
+    g_self_rc = amdgpu_dropin_hostcall_unregister_handler(service, NULL);
+  }
+  slot[0] = 5;
+  return 0;
+}
+
+static int32_t unregister_other(void* user, amdgpu_dropin_hostcall_packet_t* packet) {
+  (void)user;
+  g_other_rc = amdgpu_dropin_hostcall_unregister_handler(SERVICE_OTHER, NULL);
+  for (int lane = 0; lane < 64; ++lane) packet->slots[lane][0] = 6;
+  return 0;
+}
+
+static void test_unregister_from_inside(void) {
+  void* buffer = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "enable");
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_SELF, NULL, unregister_self, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register");
+  uint64_t lanes[64][8];
+  /* A deadlock would show as a timeout here. */
+  HC_REQUIRE(call_service(buffer, SERVICE_SELF, 0x7, 1, lanes) == DEVICE_SIM_OK, "call");
+  HC_CHECK(g_self_rc == AMDGPU_DROPIN_HOSTCALL_OK, "unregister from inside: %d", g_self_rc);
+  HC_CHECK(lanes[0][0] == 5 && lanes[2][0] == 5, "the running call finished the packet");
+  HC_REQUIRE(call_service(buffer, SERVICE_SELF, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
+  HC_CHECK(lanes[0][0] == ERROR_VALUE, "unregistered");
+
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_OTHER, NULL, lane_answer_7, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register other");
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_SELF, buffer, unregister_other,
+                                                            NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+             "register");
+  HC_REQUIRE(call_service(buffer, SERVICE_OTHER, 0x1, 1, lanes) == DEVICE_SIM_OK, "call other");
+  HC_CHECK(lanes[0][0] == 7, "other served");
+  HC_REQUIRE(call_service(buffer, SERVICE_SELF, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
+  HC_CHECK(g_other_rc == AMDGPU_DROPIN_HOSTCALL_OK && lanes[0][0] == 6, "unregister another: %d",
+           g_other_rc);
+  HC_REQUIRE(call_service(buffer, SERVICE_OTHER, 0x1, 1, lanes) == DEVICE_SIM_OK, "call other");
+  HC_CHECK(lanes[0][0] == ERROR_VALUE, "other unregistered");
+  hc_disable_and_free(buffer);
+}
+
+/* ---- fork while a handler runs --------------------------------------------- */
+
+#define SERVICE_FORK 107u
+
+static atomic_int g_fork_inside;
+static atomic_int g_fork_release;
+static uint64_t g_fork_answer;
+
+static int32_t blocking_lane(void* user, void* buffer, uint32_t service, uint32_t lane, uint64_t* slot) {
+  (void)user, (void)buffer, (void)service, (void)lane;
+  atomic_store(&g_fork_inside, 1);
+  while (!atomic_load(&g_fork_release)) sched_yield();
+  slot[0] = 8;
+  return 0;
+}
+
+static void* fork_wave(void* buffer) {
+  uint64_t lanes[64][8];
+  g_fork_answer = call_service(buffer, SERVICE_FORK, 1, 0, lanes) == DEVICE_SIM_OK ? lanes[0][0] : 0;
+  return NULL;
+}
+
+/* In the child the parent's running call never ends (its thread is not
+ * there): unregistering must not wait for it. */
+static int child_unregister_after_fork(void) {
+  return amdgpu_dropin_hostcall_unregister_handler(SERVICE_FORK, NULL) == AMDGPU_DROPIN_HOSTCALL_OK ? 0
+                                                                                                     : 1;
+}
+
+static void test_fork_while_a_handler_runs(void) {
+  void* buffer = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "enable");
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FORK, NULL, blocking_lane, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register");
+  pthread_t wave;
+  HC_REQUIRE(pthread_create(&wave, NULL, fork_wave, buffer) == 0, "wave thread");
+  while (!atomic_load(&g_fork_inside)) sched_yield();
+  hc_child_result_t r;
+  bool forked = hc_fork_child(child_unregister_after_fork, CHILD_TIMEOUT_MS, &r);
+  atomic_store(&g_fork_release, 1);
+  pthread_join(wave, NULL);
+  HC_CHECK(forked && r.exited && r.exit_code == 0, "child: %s", hc_child_describe(&r));
+  HC_CHECK(g_fork_answer == 8, "the parent's call completed: %llu", (unsigned long long)g_fork_answer);
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FORK, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister in the parent");
+  hc_disable_and_free(buffer);
+}
+
+/* ---- SANITIZER ------------------------------------------------------------ */
+
+static const uint64_t kWorkgroup[3] = {3, 1, 2};
+
+/* Child: reports through the default (printed, no abort), malformed ones too. */
+static int child_sanitizer_default(void) {
+  hc_hsa_init();
+  void* buffer = hc_alloc_buffer(PACKETS);
+  if (!enableHostcalls(buffer, PACKETS, NULL)) return 2;
+  uint64_t address[64];
+  for (int lane = 0; lane < 64; ++lane) address[lane] = 0x7000000000ull + 16u * (uint64_t)lane;
+  if (device_sim_sanitizer_report(buffer, 0x8000000000000005ull, address, 0xabcdef, kWorkgroup, true,
+                                  false, 8, TIMEOUT_NS) != DEVICE_SIM_OK) {
+    return 3;
+  }
+  /* Malformed: every word all-ones; an empty packet. */
+  uint64_t lanes[64][8];
+  memset(lanes, 0xFF, sizeof(lanes));
+  if (device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_SANITIZER, 1ull << 40, lanes, TIMEOUT_NS) !=
+      DEVICE_SIM_OK) {
+    return 4;
+  }
+  if (device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_SANITIZER, 0, lanes, TIMEOUT_NS) != DEVICE_SIM_OK) {
+    return 5;
+  }
+  if (device_sim_fc_checked_call(buffer, ~0ull, 3, TIMEOUT_NS) != 0) return 6;
+  hc_disable_and_free(buffer);
+  return 0;
+}
+
+static void test_sanitizer_default(void) {
+  static const char* const env[] = {"AMD_LOG_LEVEL=0", NULL};
+  hc_child_result_t r;
+  HC_REQUIRE(hc_spawn_child("sanitizer_default", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHECK(hc_contains(r.err, "write of 8 bytes, pc 0xabcdef, workgroup (3, 1, 2)"),
+           "decoded report missing; stderr: %s", r.err);
+  HC_CHECK(hc_contains(r.err, "lane 63: address 0x00000070000003f0 id 63"), "lane 63; stderr: %s", r.err);
+  HC_CHECK(hc_contains(r.err, "lane  2: address 0x0000007000000020 id 2"), "lane 2; stderr: %s", r.err);
+  HC_CHECK(hc_contains(r.err, "lane 40: address 0xffffffffffffffff"), "malformed report; stderr: %s",
+           r.err);
+  int headers = 0;
+  for (const char* p = r.err; (p = strstr(p, "address sanitizer report")) != NULL; ++p) headers++;
+  HC_CHECK(headers == 2, "%d reports printed (want 2: the empty packet prints nothing)", headers);
+}
+
+typedef struct sanitizer_capture {
+  uint64_t mask;
+  uint64_t slots[64][8];
+  int packets;
+} sanitizer_capture_t;
+
+static int32_t sanitizer_hook(void* user, amdgpu_dropin_hostcall_packet_t* packet) {
+  sanitizer_capture_t* capture = user;
+  capture->packets++;
+  capture->mask = packet->activemask;
+  memcpy(capture->slots, packet->slots, sizeof(capture->slots));
+  return 0;
+}
+
+static void test_sanitizer_hook(void) {
+  void* buffer = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "enable");
+  static sanitizer_capture_t capture;
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER,
+                                                            NULL, sanitizer_hook, &capture) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register hook");
+  uint64_t address[64] = {0};
+  address[1] = 0x1000;
+  address[7] = 0x2000;
+  HC_REQUIRE(device_sim_sanitizer_report(buffer, 0x82, address, 0x4444, kWorkgroup, false, true, 2,
+                                         TIMEOUT_NS) == DEVICE_SIM_OK, "report");
+  HC_CHECK(capture.packets == 1 && capture.mask == 0x82, "one whole packet: %d, %llx", capture.packets,
+           (unsigned long long)capture.mask);
+  uint64_t expect[8];
+  device_sim_encode_sanitizer(expect, 0x2000, 0x4444, kWorkgroup, 7, false, true, 2);
+  HC_CHECK(memcmp(capture.slots[7], expect, sizeof(expect)) == 0, "lane 7 words as encoded");
+  HC_CHECK(capture.slots[7][6] == DEVICE_SIM_SANITIZER_RECOVERABLE, "recoverable read");
+  HC_CHECK(capture.slots[0][0] == 0, "inactive lane is zero in the copy");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
+  hc_disable_and_free(buffer);
+}
+
+/* ---- a panic inside a registered service is contained --------------------- */
+
+#define SERVICE_PANIC 106u
+
+static int child_panic(void) {
+  hc_hsa_init();
+  void* buffer = hc_alloc_buffer(PACKETS);
+  if (!enableHostcalls(buffer, PACKETS, NULL)) return 2;
+  if (amdgpu_dropin_hostcall_register_lane_handler(SERVICE_PANIC, NULL, lane_answer_7, NULL) !=
+      AMDGPU_DROPIN_HOSTCALL_OK) {
+    return 3;
+  }
+  uint64_t lanes[64][8];
+  if (call_service(buffer, SERVICE_PANIC, 0x11, 1, lanes) != DEVICE_SIM_OK) return 4;
+  if (lanes[0][0] != ERROR_VALUE || lanes[4][0] != ERROR_VALUE) return 5;
+  if (device_sim_fc_checked_call(buffer, ~0ull, 3, TIMEOUT_NS) != 0) return 6;
+  if (amdgpu_dropin_hostcall_unregister_handler(SERVICE_PANIC, NULL) != AMDGPU_DROPIN_HOSTCALL_OK) {
+    return 7;
+  }
+  hc_disable_and_free(buffer);
+  return 0;
+}
+
+static void test_panic_contained(void) {
+  static const char* const env[] = {"AMDGPU_DROPIN_HOSTCALL_PANIC_SERVICE=106", "AMD_LOG_LEVEL=1", NULL};
+  hc_child_result_t r;
+  HC_REQUIRE(hc_spawn_child("panic", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  HC_CHECK(r.exited && r.exit_code == 0, "child %s; stderr: %s", hc_child_describe(&r), r.err);
+  HC_CHECK(hc_contains(r.err, "panicked"), "panic logged; stderr: %s", r.err);
+}
+
+int main(int argc, char** argv) {
+  static const hc_child_case_t cases[] = {
+      {"sanitizer_default", child_sanitizer_default},
+      {"panic", child_panic},
+      {NULL, NULL},
+  };
+  hc_child_main(argc, argv, cases);
+  hc_hsa_init();
+  HC_RUN(test_api_arguments);
+  HC_RUN(test_lane_handler_under_traffic);
+  HC_RUN(test_packet_handler_scopes_and_failures);
+  HC_RUN(test_register_unregister_under_traffic);
+  HC_RUN(test_unregister_from_inside);
+  HC_RUN(test_fork_while_a_handler_runs);
+  HC_RUN(test_sanitizer_default);
+  HC_RUN(test_sanitizer_hook);
+  HC_RUN(test_panic_contained);
+  return hc_failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,271 @@
+//! The hostcall extension API (`include/amdgpu_dropin_hostcall.h`): handlers
+//! for hostcall services beyond FUNCTION_CALL and PRINTF, the default DEVMEM
+//! service, and the SANITIZER hook.
+//!
+//! Only argument checks, logging, the panic boundary and status conversion
+//! live here; the logic is in `crate::hostcall::{handlers, devmem, sanitizer}`.
+#![cfg(not(loom))]
+
+use core::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+use hsa_sys::{hsa_agent_t, hsa_amd_memory_pool_t};
+
+use crate::ffi::panic::PanicFallback;
+use crate::hostcall::devmem::{DevmemService, HsaPool, PoolError, SERVICE_DEVMEM};
+use crate::hostcall::handlers::{self, Handler, HandlerError};
+use crate::hostcall::layout::BUFFER_ALIGNMENT;
+use crate::hostcall::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn};
+use crate::log::Level;
+
+/// Version of this API: bumped when a function or type changes meaning.
+/// Compare with `amdgpu_dropin_hostcall_api_version()` at run time.
+pub const AMDGPU_DROPIN_HOSTCALL_API_VERSION: u32 = 1;
+
+/// Service id: call a host function (built in).
+pub const AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL: u32 = 1;
+/// Service id: device printf (built in).
+pub const AMDGPU_DROPIN_HOSTCALL_SERVICE_PRINTF: u32 = 2;
+/// Service id: device malloc/free (ROCm device libraries' DEVMEM).
+pub const AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM: u32 = 3;
+/// Service id: GPU AddressSanitizer reports (SANITIZER).
+pub const AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER: u32 = 4;
+/// slot[0] of a lane whose request failed or whose service is unknown.
+pub const AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE: u64 = u64::MAX;
+/// Most agents `amdgpu_dropin_hostcall_devmem_enable` accepts.
+pub const AMDGPU_DROPIN_HOSTCALL_MAX_AGENTS: u32 = 1024;
+
+/// Result of the extension API's functions.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum amdgpu_dropin_hostcall_status_t {
+    /// Done.
+    AMDGPU_DROPIN_HOSTCALL_OK = 0,
+    /// A NULL callback, a NULL or misaligned pointer, a zero count or handle.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT = 1,
+    /// Service 0 (reserved), FUNCTION_CALL or PRINTF: served by the library,
+    /// cannot be registered or unregistered.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE = 2,
+    /// A handler is already registered for this service and buffer scope.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED = 3,
+    /// No handler is registered for this service and buffer scope.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED = 4,
+    /// The HSA runtime (or a function of it) cannot be found.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_HSA = 5,
+    /// The memory pool is not an allocatable global pool.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL = 6,
+    /// An internal error (a bug in the library); logged.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_INTERNAL = 7,
+}
+
+use amdgpu_dropin_hostcall_status_t as Status;
+
+impl PanicFallback for amdgpu_dropin_hostcall_status_t {
+    fn panic_fallback() -> Self {
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INTERNAL
+    }
+}
+
+impl PanicFallback for *const c_char {
+    fn panic_fallback() -> Self {
+        c"internal error".as_ptr()
+    }
+}
+
+impl From<HandlerError> for Status {
+    fn from(error: HandlerError) -> Status {
+        match error {
+            HandlerError::ReservedService(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE,
+            HandlerError::AlreadyRegistered => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED,
+            HandlerError::NotRegistered => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED,
+        }
+    }
+}
+
+/// Returns `AMDGPU_DROPIN_HOSTCALL_API_VERSION` of the loaded library.
+#[no_mangle]
+pub extern "C" fn amdgpu_dropin_hostcall_api_version() -> u32 {
+    AMDGPU_DROPIN_HOSTCALL_API_VERSION
+}
+
+/// Returns a static, NUL-terminated description of `status` ("unknown
+/// status" for a value that is not an `amdgpu_dropin_hostcall_status_t`).
+#[no_mangle]
+pub extern "C" fn amdgpu_dropin_hostcall_status_string(status: i32) -> *const c_char {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_status_string", {
+        let text: &'static core::ffi::CStr = match status {
+            0 => c"ok",
+            1 => c"invalid argument",
+            2 => c"reserved service: 0, FUNCTION_CALL and PRINTF are built in",
+            3 => c"a handler is already registered for this service and buffer",
+            4 => c"no handler is registered for this service and buffer",
+            5 => c"the HSA runtime or one of its functions is unavailable",
+            6 => c"the memory pool is not an allocatable global pool",
+            7 => c"internal error",
+            _ => c"unknown status",
+        };
+        text.as_ptr()
+    })
+}
+
+/// The buffer scope of a registration: NULL = every buffer; else an address
+/// aligned like a hostcall buffer.
+fn scope(buffer: *mut c_void) -> Result<Option<usize>, Status> {
+    let key = buffer as usize;
+    if key == 0 {
+        Ok(None)
+    } else if key % BUFFER_ALIGNMENT != 0 {
+        Err(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT)
+    } else {
+        Ok(Some(key))
+    }
+}
+
+fn register(name: &str, service: u32, buffer: *mut c_void, handler: Option<Handler>) -> Status {
+    let result = scope(buffer).and_then(|scope| {
+        let handler = handler.ok_or(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT)?;
+        handlers::table().register(service, scope, handler).map_err(Status::from)
+    });
+    report(name, service, buffer, result)
+}
+
+fn report(name: &str, service: u32, buffer: *mut c_void, result: Result<(), Status>) -> Status {
+    match result {
+        Ok(()) => Status::AMDGPU_DROPIN_HOSTCALL_OK,
+        Err(status) => {
+            crate::log!(
+                Level::Error,
+                "{name}(service={service}, buffer={buffer:p}): {}",
+                // SAFETY: status_string returns a static NUL-terminated string.
+                unsafe { core::ffi::CStr::from_ptr(amdgpu_dropin_hostcall_status_string(status as i32)) }
+                    .to_string_lossy()
+            );
+            status
+        }
+    }
+}
+
+/// Registers `handler` to answer service `service` one active lane at a time,
+/// for the hostcall buffer `buffer` only, or for every buffer when `buffer` is
+/// NULL. A buffer's own handler is preferred over the one for every buffer.
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (NULL `handler`, `buffer` not aligned like
+/// a hostcall buffer), `_ERROR_RESERVED_SERVICE` (0, FUNCTION_CALL, PRINTF),
+/// `_ERROR_ALREADY_REGISTERED` (this service already has a handler for this
+/// scope: unregister it first).
+///
+/// # Safety
+/// `handler` must be callable with `user_data` from the listener thread until
+/// `amdgpu_dropin_hostcall_unregister_handler` returns for this service and
+/// scope (or, for one buffer, until `disableHostcalls` of that buffer
+/// returns). It must not unwind (a C++ exception terminates the process).
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_lane_handler(
+    service: u32,
+    buffer: *mut c_void,
+    handler: amdgpu_dropin_hostcall_lane_fn,
+    user_data: *mut c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_register_lane_handler", {
+        let handler = handler.map(|function| Handler::Lane { function, user_data: user_data as usize });
+        register("amdgpu_dropin_hostcall_register_lane_handler", service, buffer, handler)
+    })
+}
+
+/// As `amdgpu_dropin_hostcall_register_lane_handler`, with a handler that
+/// answers a whole packet at a time (it sees the active mask and every active
+/// lane; the SANITIZER hook is one of these).
+///
+/// # Safety
+/// As `amdgpu_dropin_hostcall_register_lane_handler`.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_packet_handler(
+    service: u32,
+    buffer: *mut c_void,
+    handler: amdgpu_dropin_hostcall_packet_fn,
+    user_data: *mut c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_register_packet_handler", {
+        let handler = handler.map(|function| Handler::Packet { function, user_data: user_data as usize });
+        register("amdgpu_dropin_hostcall_register_packet_handler", service, buffer, handler)
+    })
+}
+
+/// Unregisters the handler of `service` for `buffer` (NULL: the one for every
+/// buffer), or the default DEVMEM service enabled for that scope (whose
+/// remaining blocks it frees). When it returns, the handler runs no more and
+/// no call of it is running, except one this thread is inside: called from
+/// the handler itself it does not wait for itself (that call finishes after
+/// the return). Called from another handler it waits like any caller (two
+/// handlers that unregister each other at the same moment wait forever).
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (misaligned `buffer`),
+/// `_ERROR_RESERVED_SERVICE`, `_ERROR_NOT_REGISTERED`.
+///
+/// # Safety
+/// `buffer` is only compared, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_unregister_handler(
+    service: u32,
+    buffer: *mut c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_unregister_handler", {
+        let result = scope(buffer)
+            .and_then(|scope| handlers::table().unregister(service, scope).map_err(Status::from));
+        report("amdgpu_dropin_hostcall_unregister_handler", service, buffer, result)
+    })
+}
+
+/// Serves DEVMEM (service 3) for `buffer` (NULL: every buffer) with the
+/// default service: device allocations come from the HSA memory pool
+/// `pool_handle` (an `hsa_amd_memory_pool_t` handle), the `agent_count`
+/// agents of `agent_handles` (`hsa_agent_t` handles; usually the GPU) get
+/// access, and frees return blocks to the pool. Disabling a buffer frees the
+/// blocks its requests made; unregistering the service (service 3, same
+/// scope) frees all of them. A ROCclr-like runtime registers its own DEVMEM
+/// handler instead.
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (zero pool handle, NULL agents, a count
+/// of 0 or above `AMDGPU_DROPIN_HOSTCALL_MAX_AGENTS`, a zero agent handle,
+/// misaligned `buffer`), `_ERROR_HSA`, `_ERROR_INVALID_POOL` (not a global
+/// pool that allows runtime allocation), `_ERROR_ALREADY_REGISTERED`.
+///
+/// # Safety
+/// `agent_handles`: NULL (rejected) or valid for reads of `agent_count`
+/// handles during the call (they are copied).
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
+    buffer: *mut c_void,
+    pool_handle: u64,
+    agent_handles: *const u64,
+    agent_count: u32,
+) -> amdgpu_dropin_hostcall_status_t {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_devmem_enable", {
+        let result = (|| {
+            let scope = scope(buffer)?;
+            if pool_handle == 0
+                || agent_handles.is_null()
+                || agent_count == 0
+                || agent_count > AMDGPU_DROPIN_HOSTCALL_MAX_AGENTS
+            {
+                return Err(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
+            }
+            // SAFETY: non-NULL and valid for `agent_count` reads (caller contract).
+            let handles = unsafe { core::slice::from_raw_parts(agent_handles, agent_count as usize) };
+            if handles.contains(&0) {
+                return Err(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
+            }
+            let agents = handles.iter().map(|&handle| hsa_agent_t { handle }).collect();
+            let pool = HsaPool::new(hsa_amd_memory_pool_t { handle: pool_handle }, agents).map_err(|e| {
+                crate::log!(Level::Error, "amdgpu_dropin_hostcall_devmem_enable: {e}");
+                match e {
+                    PoolError::Hsa(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA,
+                    PoolError::BadPool(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL,
+                }
+            })?;
+            let service = Arc::new(DevmemService::new(pool));
+            handlers::table().register(SERVICE_DEVMEM, scope, Handler::Builtin(service)).map_err(Status::from)
+        })();
+        report("amdgpu_dropin_hostcall_devmem_enable", SERVICE_DEVMEM, buffer, result)
+    })
+}
