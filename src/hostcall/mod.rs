@@ -6,7 +6,8 @@
 //! * `protocol` — detach / walk / serve / release of the ready stack and the
 //!   registration gate; model-checked with loom (`tests/loom_hostcall.rs`).
 //! * `service`  — FUNCTION_CALL, PRINTF (`printf/`), the error answer.
-//! * `listener` — the thread, the doorbell signal, the waiting strategy.
+//! * `listener` — the threads, the doorbell signal, the waiting strategy, the
+//!   slow-buffer classifier (`listener/`).
 //! * `registry` — enable/disable, listener lifetime, exit/fork/unload hooks.
 //!
 //! `sync` swaps the atomics of `buffer`/`protocol` for loom's under

@@ -205,6 +205,19 @@ impl Listener {
         self.ring();
     }
 
+    /// At process exit (`EXITING` already set), before the HSA runtime's
+    /// teardown: wakes threads blocked on the doorbell so they leave the HSA
+    /// wait and their loop now, rather than at the wait's timeout. Rings only
+    /// when the runtime still answers (the application may have shut it
+    /// down); otherwise the threads leave at their timeout as before.
+    pub fn wake_for_exit(&self) -> bool {
+        if !self.in_current_epoch() || !self.doorbell.runtime_initialized() {
+            return false;
+        }
+        self.doorbell.ring();
+        true
+    }
+
     /// Changes the doorbell value so a blocked wait returns.
     pub fn ring(&self) {
         if self.hsa_usable() {
