@@ -35,6 +35,18 @@ extern int hc_failures;
     }                               \
   } while (0)
 
+/* In a child process case: reports on stderr (which the parent captures) and
+ * counts into the case's local `int failures`. */
+#define HC_CHILD_CHECK(cond, ...)                                      \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      fprintf(stderr, "CHILD FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                    \
+      fputc('\n', stderr);                                             \
+      failures++;                                                      \
+    }                                                                  \
+  } while (0)
+
 /* Runs one named test function and prints its outcome. */
 #define HC_RUN(fn)                                                                   \
   do {                                                                               \

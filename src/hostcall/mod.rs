@@ -39,11 +39,10 @@ mod registry;
 mod service;
 
 #[cfg(not(loom))]
-pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};
+mod tunables;
+
 #[cfg(not(loom))]
-pub use registry::{disable, enable, DisableError, EnableError, EXIT_TIMEOUT, STOP_TIMEOUT};
-#[cfg(not(loom))]
-pub use service::{ERROR_VALUE, PANIC_SERVICE_ENV, SERVICE_FUNCTION_CALL, SERVICE_PRINTF};
+pub use registry::{disable, enable, DisableError, EnableError};
 
 /// Bytes a buffer of `packets` packets occupies (getHostcallBufferSize); the
 /// same value as upstream for every count, 0 included.

@@ -61,11 +61,11 @@ use crate::log::Level;
 
 /// Longest the last `disableHostcalls` waits for the listener thread to end
 /// before leaving it to finish on its own (it holds its own references).
-pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+pub const STOP_TIMEOUT: Duration = Duration::from_millis(super::tunables::STOP_TIMEOUT_MS);
 
 /// Longest process exit (or library unload) waits for listeners: one full
 /// doorbell wait plus margin, since no HSA call may wake them then.
-pub const EXIT_TIMEOUT: Duration = Duration::from_millis(250);
+pub const EXIT_TIMEOUT: Duration = Duration::from_millis(super::tunables::EXIT_TIMEOUT_MS);
 
 /// How often a waiting disable says why it is still waiting.
 const DISABLE_WARN_PERIOD: Duration = Duration::from_secs(1);

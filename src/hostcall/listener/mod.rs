@@ -67,19 +67,20 @@ pub use serve_loop::spawn;
 use super::buffer::DeviceBuffer;
 use super::protocol::Gate;
 use super::service::Services;
+use super::tunables;
 use classifier::{BufferClass, HelperWatch};
 
 /// How long the listener keeps polling the ready stacks after it last found
 /// work before it blocks on the doorbell. Longer: lower latency for waves
 /// that call again soon, more CPU burnt after each burst (at most this much
 /// per burst). Tuned by the benchmark.
-pub const POLL_WINDOW: Duration = Duration::from_micros(100);
+pub const POLL_WINDOW: Duration = Duration::from_micros(tunables::POLL_WINDOW_US);
 
 /// Timeout of the blocked doorbell wait: the longest a packet whose ring was
 /// lost waits, and the idle wake-up period (idle CPU ∝ 1 / this). 50 ms cost
 /// 0.09–0.10 % of a core idle on the benchmark machine (the limit is 0.1 %);
 /// 100 ms halves that. Must stay well below `EXIT_TIMEOUT`.
-pub const WAIT_TIMEOUT: Duration = Duration::from_millis(100);
+pub const WAIT_TIMEOUT: Duration = Duration::from_millis(tunables::WAIT_TIMEOUT_MS);
 
 /// Set by the `.fini_array` hook: the process is exiting (or the library is
 /// being unloaded). Listeners stop; no HSA call is made any more (the HSA
