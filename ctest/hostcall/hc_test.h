@@ -90,6 +90,15 @@ int hc_thread_count(void);
 /* Waits up to timeout_ms for the thread count to become `expected`;
  * returns the last count seen. */
 int hc_wait_thread_count(int expected, uint32_t timeout_ms);
+/* Which listener thread runs the calling code (from a host function):
+ * HC_SERVED_BY_MAIN, HC_SERVED_BY_HELPER, or 0 for any other thread. Read
+ * from the thread name (the benchmark finds the threads the same way). */
+#define HC_SERVED_BY_MAIN 1u
+#define HC_SERVED_BY_HELPER 2u
+uint64_t hc_served_by(void);
+/* Listener threads (main and helper) of this process. */
+int hc_listener_threads(void);
+
 /* Live HSA signals of the software runtime. */
 uint64_t hc_live_signals(void);
 
