@@ -311,6 +311,16 @@ fn run_loop(
     let mut seen_generation = u64::MAX;
     let mut poll_until: Option<Instant> = None;
     let mut step = 0u32;
+    // One scan; after any work, poll again for `POLL_WINDOW` before blocking.
+    let mut serve_once = |snapshot: &[Arc<Entry>], poll_until: &mut Option<Instant>, step: &mut u32| {
+        let found = scan(listener, snapshot, role, *may_hand_off);
+        ensure_helper(listener, &found, snapshot, may_hand_off, helper);
+        if found.worked {
+            *poll_until = Some(Instant::now() + POLL_WINDOW);
+            *step = 0;
+        }
+        found.worked
+    };
     loop {
         if listener.should_stop() {
             return;
@@ -321,11 +331,7 @@ fn run_loop(
             snapshot = listener.snapshot();
             seen_generation = generation;
         }
-        let found = scan(listener, &snapshot, role, *may_hand_off);
-        ensure_helper(listener, &found, &snapshot, may_hand_off, helper);
-        if found.worked {
-            poll_until = Some(Instant::now() + POLL_WINDOW);
-            step = 0;
+        if serve_once(&snapshot, &mut poll_until, &mut step) {
             continue;
         }
         if let Some(until) = poll_until {
@@ -339,11 +345,7 @@ fn run_loop(
         // ring after this load makes the wait return at once and a ring before
         // it is covered by this scan.
         let observed = listener.doorbell_load();
-        let found = scan(listener, &snapshot, role, *may_hand_off);
-        ensure_helper(listener, &found, &snapshot, may_hand_off, helper);
-        if found.worked {
-            poll_until = Some(Instant::now() + POLL_WINDOW);
-            step = 0;
+        if serve_once(&snapshot, &mut poll_until, &mut step) {
             continue;
         }
         if listener.should_stop() {
