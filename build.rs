@@ -1,5 +1,6 @@
 //! Build script: the shared library's SONAME, and (only when asked) the C
-//! headers in `include/` generated from the Rust source with cbindgen.
+//! headers generated from the Rust source with cbindgen: the public headers in
+//! `include/`, and the C test suite's constants header (not installed).
 //!
 //! SONAME: `libamdgpu_dropin.so.<major>`, or `libamdgpu_dropin.so.0.<minor>`
 //! while the major version is 0 (cargo-c's convention; the CMake build names
@@ -9,8 +10,9 @@
 //! normal build runs no generator and compiles no cbindgen. With the feature
 //! `generate-headers` every build writes freshly generated copies to
 //! `$OUT_DIR/headers/`, and the test `tests/headers.rs` fails when they differ
-//! from `include/`. To refresh the checked-in headers after changing the C
-//! surface, run:
+//! from the checked-in ones (`include/`, and
+//! `ctest/include/amdgpu_dropin_hostcall_constants.h`). To refresh the
+//! checked-in headers after changing the C surface, run:
 //!
 //!     AMDGPU_DROPIN_UPDATE_HEADERS=1 cargo build --features generate-headers
 //!
@@ -26,7 +28,7 @@ struct Header {
     config: &'static str,
     /// Rust sources that hold the header's C surface.
     sources: &'static [&'static str],
-    /// Path below `include/`.
+    /// Path of the checked-in header, relative to the crate root.
     output: &'static str,
 }
 
@@ -35,13 +37,23 @@ const HEADERS: &[Header] = &[
     Header {
         config: "cbindgen.toml",
         sources: &["src/vmem/abi.rs", "src/ffi/vmem.rs"],
-        output: "iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h",
+        output: "include/iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h",
     },
-    Header { config: "cbindgen-hostcall.toml", sources: &["src/ffi/hostcall.rs"], output: "rochostcall.hpp" },
+    Header {
+        config: "cbindgen-hostcall.toml",
+        sources: &["src/ffi/hostcall.rs"],
+        output: "include/rochostcall.hpp",
+    },
     Header {
         config: "cbindgen-hostcall-ext.toml",
         sources: &["src/hostcall/packet.rs", "src/ffi/hostcall_ext.rs"],
-        output: "amdgpu_dropin_hostcall.h",
+        output: "include/amdgpu_dropin_hostcall.h",
+    },
+    // Test-suite only (not installed): constants the C tests share with the library.
+    Header {
+        config: "cbindgen-test-constants.toml",
+        sources: &["src/hostcall/tunables.rs"],
+        output: "ctest/include/amdgpu_dropin_hostcall_constants.h",
     },
 ];
 
@@ -66,7 +78,7 @@ fn set_soname() {
 fn generate_headers() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("headers");
-    // Fresh every run: tests/headers.rs compares the whole directory with include/.
+    // Fresh every run: tests/headers.rs compares the whole directory with the checked-in headers.
     let _ = std::fs::remove_dir_all(&out);
     let update = std::env::var_os("AMDGPU_DROPIN_UPDATE_HEADERS").is_some_and(|v| v == "1");
     println!("cargo:rerun-if-env-changed=AMDGPU_DROPIN_UPDATE_HEADERS");
@@ -102,7 +114,7 @@ fn generate(root: &Path, out: &Path, header: &Header, update: bool) {
     std::fs::create_dir_all(generated.parent().unwrap()).unwrap();
     bindings.write_to_file(&generated);
     if update {
-        let target = root.join("include").join(header.output);
+        let target = root.join(header.output);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         bindings.write_to_file(&target);
     }

@@ -4,7 +4,8 @@
 # run, then the C suite with ctest (software HSA runtime, vmem, hostcall,
 # printf, exported symbols, install-tree consumers, crate packaging, demo)
 # twice: with ASan+UBSan against a debug library, and as users build it; then
-# the tests labelled gpu on the system ROCr when one is installed.
+# the tests labelled gpu on the system ROCr when one is installed; then, with a
+# nightly toolchain, ThreadSanitizer (scripts/tsan.sh) and Rust ASan.
 # Installs missing build tools first. A test passes only on exit code 0; exit
 # 77 is a skip with its reason, never a pass in disguise of a failure.
 #   BUILD_DIR      build directory (default: build/test)
@@ -70,4 +71,16 @@ if /sbin/ldconfig -p 2>/dev/null | grep 'libhsa-runtime64\.so\.1 ' >/dev/null ||
   grep -E '^(vmem_test|demo): ' "$build_dir-system-hsa/Testing/Temporary/LastTest.log" | awk '!seen[$0]++'
 else
   echo "== no system ROCr (libhsa-runtime64.so.1): the tests labelled gpu were not run"
+fi
+
+# Race detection and the Rust ASan run need a nightly toolchain
+# (-Zsanitizer); without one they are skipped, saying so. AMDGPU_DROPIN_TSAN=0
+# skips them on purpose.
+if [ "${AMDGPU_DROPIN_TSAN:-1}" != 0 ] && cargo +nightly --version >/dev/null 2>&1; then
+  echo "== ThreadSanitizer: Rust tests and C suite, library instrumented (scripts/tsan.sh)"
+  BUILD_DIR="$build_dir-tsan" bash scripts/tsan.sh
+  echo "== AddressSanitizer over the raw-memory Rust unit tests (scripts/rust-asan.sh)"
+  bash scripts/rust-asan.sh
+else
+  echo "== skipped: ThreadSanitizer and Rust ASan (no nightly toolchain: rustup toolchain install nightly)"
 fi

@@ -1,9 +1,11 @@
 //! Diagnostics to stderr, off by default.
 //!
 //! Follows ROCclr's convention: `AMD_LOG_LEVEL` = 0 (default) silent, 1 errors,
-//! 2 warnings, 3 info, 4 debug. Each message is written with a single
-//! `write(2)` so lines from concurrent threads never interleave. Logging never
-//! allocates on failure paths that matter and never panics.
+//! 2 warnings, 3 info, 4 debug. Nothing is formatted when the level is off.
+//! An enabled message is formatted into one heap buffer and written with a
+//! single `write(2)`, so lines from concurrent threads never interleave.
+//! Logging never panics and ignores write errors (diagnostics must never
+//! fail the caller).
 
 use core::sync::atomic::{AtomicU8, Ordering};
 use std::io::Write;
@@ -52,8 +54,20 @@ pub fn write_line(level: Level, args: core::fmt::Arguments<'_>) {
     crate::sys::write_all(libc::STDERR_FILENO, &line);
 }
 
+/// Describes a caught panic payload for the log (the C boundary and the
+/// listener threads both catch panics and log them).
+pub fn panic_message(payload: &(dyn core::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "non-string panic payload"
+    }
+}
+
 /// `log!(Level::Warning, "fmt", args...)`: formats only when the level is on.
-#[macro_export]
+/// Crate-private; reached as `crate::log!` through the re-export in lib.rs.
 macro_rules! log {
     ($level:expr, $($arg:tt)*) => {
         if $crate::log::enabled($level) {
@@ -61,3 +75,4 @@ macro_rules! log {
         }
     };
 }
+pub(crate) use log;

@@ -1,6 +1,9 @@
-//! Thin, checked wrappers over the libc calls the library needs (dynamic
-//! loader, raw writes). Every `unsafe` use of libc outside the hostcall
-//! shared-memory code lives here.
+//! Thin, checked wrappers over the libc calls the library needs: the dynamic
+//! loader (dlopen/dlsym/dladdr, pinning our own object), raw writes, and the
+//! process hooks (pthread_atfork, atexit). Every `unsafe` libc call lives
+//! here, except the printf formatter's `snprintf` calls
+//! (`hostcall/printf/cfmt.rs`); the device-shared memory of hostcall buffers
+//! is touched only by `hostcall/buffer.rs`.
 
 use core::ffi::{c_void, CStr};
 
@@ -109,6 +112,22 @@ pub fn register_atfork_child(child: unsafe extern "C" fn()) -> Result<(), String
         Ok(())
     } else {
         Err(std::io::Error::from_raw_os_error(rc).to_string())
+    }
+}
+
+#[cfg(all(feature = "rocclr-hostcall", not(loom)))]
+/// Registers `handler` to run at exit(3), before the `.fini_array` hooks of
+/// every object and before the exit handlers registered earlier (glibc runs
+/// them last-registered first). Linked from libc_nonshared with this
+/// object's DSO handle, so an unload before exit runs (and drops) it too.
+pub fn register_at_exit(handler: extern "C" fn()) -> Result<(), String> {
+    // SAFETY: `handler` is an `extern "C" fn()` of this library that never
+    // unwinds; atexit only records it.
+    let rc = unsafe { libc::atexit(handler) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err("atexit failed (no memory for another handler)".into())
     }
 }
 

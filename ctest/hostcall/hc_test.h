@@ -35,6 +35,18 @@ extern int hc_failures;
     }                               \
   } while (0)
 
+/* In a child process case: reports on stderr (which the parent captures) and
+ * counts into the case's local `int failures`. */
+#define HC_CHILD_CHECK(cond, ...)                                      \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      fprintf(stderr, "CHILD FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                    \
+      fputc('\n', stderr);                                             \
+      failures++;                                                      \
+    }                                                                  \
+  } while (0)
+
 /* Runs one named test function and prints its outcome. */
 #define HC_RUN(fn)                                                                   \
   do {                                                                               \
@@ -47,6 +59,7 @@ extern int hc_failures;
   } while (0)
 
 uint64_t hc_now_ms(void);
+uint64_t hc_now_us(void);
 void hc_sleep_ms(uint32_t ms);
 
 /* hsa_init with the simulator's defaults; aborts the test on failure. */
@@ -74,11 +87,26 @@ bool hc_guarded_alloc(hc_guarded_t* out, size_t size, size_t guard_bytes);
 bool hc_guarded_prefix_intact(const hc_guarded_t* g);
 void hc_guarded_free(hc_guarded_t* g);
 
+/* Copies `size` bytes (a multiple of 8) of 8-aligned memory that the library
+ * may access concurrently (a registered buffer), word by word with relaxed
+ * atomic loads: a plain memcpy/memcmp would race with the listener's atomic
+ * swap of the ready stack. */
+void hc_snapshot_words(const void* src, void* dst, size_t size);
+
 /* Threads of this process (entries of /proc/self/task). */
 int hc_thread_count(void);
 /* Waits up to timeout_ms for the thread count to become `expected`;
  * returns the last count seen. */
 int hc_wait_thread_count(int expected, uint32_t timeout_ms);
+/* Which listener thread runs the calling code (from a host function):
+ * HC_SERVED_BY_MAIN, HC_SERVED_BY_HELPER, or 0 for any other thread. Read
+ * from the thread name (the benchmark finds the threads the same way). */
+#define HC_SERVED_BY_MAIN 1u
+#define HC_SERVED_BY_HELPER 2u
+uint64_t hc_served_by(void);
+/* Listener threads (main and helper) of this process. */
+int hc_listener_threads(void);
+
 /* Live HSA signals of the software runtime. */
 uint64_t hc_live_signals(void);
 /* Live memory pool blocks (hsa_amd_memory_pool_allocate) of the software runtime. */
@@ -101,6 +129,7 @@ typedef struct hc_child_result {
   int exit_code;    /* WEXITSTATUS */
   int signal;       /* WTERMSIG, 0 if none */
   uint64_t elapsed_ms;
+  uint64_t reaped_us; /* hc_now_us() when the child was reaped */
   char err[16384];  /* captured stderr (NUL-terminated, truncated) */
   size_t err_len;
 } hc_child_result_t;

@@ -11,7 +11,8 @@
 //! * `service`  — dispatch: FUNCTION_CALL, PRINTF (`printf/`), registered
 //!   handlers (`handlers`), DEVMEM (`devmem`), SANITIZER (`sanitizer`), the
 //!   error answer.
-//! * `listener` — the thread, the doorbell signal, the waiting strategy.
+//! * `listener` — the threads, the doorbell signal, the waiting strategy, the
+//!   slow-buffer classifier (`listener/`).
 //! * `registry` — enable/disable, listener lifetime, exit/fork/unload hooks.
 //!
 //! `sync` swaps the atomics of `buffer`/`protocol` for loom's under
@@ -51,14 +52,12 @@ pub mod handlers;
 #[cfg(not(loom))]
 pub mod sanitizer;
 #[cfg(not(loom))]
+mod tunables;
+#[cfg(not(loom))]
 mod waiting;
 
 #[cfg(not(loom))]
-pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};
-#[cfg(not(loom))]
-pub use registry::{disable, enable, DisableError, EnableError, EXIT_TIMEOUT, STOP_TIMEOUT};
-#[cfg(not(loom))]
-pub use service::{ERROR_VALUE, PANIC_SERVICE_ENV, SERVICE_FUNCTION_CALL, SERVICE_PRINTF};
+pub use registry::{disable, enable, DisableError, EnableError};
 
 /// Bytes a buffer of `packets` packets occupies (getHostcallBufferSize); the
 /// same value as upstream for every count, 0 included.

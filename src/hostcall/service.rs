@@ -32,11 +32,7 @@ pub const SERVICE_FUNCTION_CALL: u32 = 1;
 pub const SERVICE_PRINTF: u32 = 2;
 
 /// slot[0] of a lane whose request failed.
-pub const ERROR_VALUE: u64 = u64::MAX;
-
-/// Test hook: when set to a service id, requests with that id panic inside
-/// the listener (to exercise the per-lane panic catch from C tests).
-pub const PANIC_SERVICE_ENV: &str = "AMDGPU_DROPIN_HOSTCALL_PANIC_SERVICE";
+pub const ERROR_VALUE: u64 = super::tunables::ERROR_VALUE;
 
 /// The FUNCTION_CALL signature: `void f(uint64_t out[2], const uint64_t in[7])`.
 type HostFunction = unsafe extern "C" fn(out: *mut u64, input: *const u64);
@@ -48,17 +44,19 @@ pub struct Services {
     printf: PrintfService,
     unknown_logged: spin::Mutex<Vec<u32>>,
     devmem_unserved_logged: AtomicBool,
+    /// Requests with this id panic (test builds only).
+    #[cfg(any(test, feature = "test-hooks"))]
     panic_service: Option<u32>,
 }
 
 impl Services {
     pub fn new() -> Services {
-        let panic_service = std::env::var(PANIC_SERVICE_ENV).ok().and_then(|v| v.trim().parse::<u32>().ok());
         Services {
             printf: PrintfService::new(),
             unknown_logged: spin::Mutex::new(Vec::new()),
             devmem_unserved_logged: AtomicBool::new(false),
-            panic_service,
+            #[cfg(any(test, feature = "test-hooks"))]
+            panic_service: cfg!(feature = "test-hooks").then_some(super::tunables::TEST_PANIC_SERVICE),
         }
     }
 
@@ -74,7 +72,7 @@ impl Services {
                 service,
                 buffer_key,
                 lane,
-                crate::ffi::panic::panic_message(&*payload)
+                crate::log::panic_message(&*payload)
             );
             slot[0] = ERROR_VALUE;
         }
@@ -106,8 +104,9 @@ impl Services {
         let service = packet.service;
         let buffer_key = packet.buffer_key();
         let result = catch_unwind(AssertUnwindSafe(|| {
+            #[cfg(any(test, feature = "test-hooks"))]
             if self.panic_service == Some(service) {
-                panic!("{PANIC_SERVICE_ENV}={service}: test-requested panic");
+                panic!("amdgpu-dropin test hook: requested panic in service {service:#x}");
             }
             match handlers::table().enter(service, buffer_key) {
                 Some(call) => run_handler(call.registration(), packet),
@@ -126,15 +125,16 @@ impl Services {
                  the error value and the listener keeps serving",
                 service,
                 buffer_key,
-                crate::ffi::panic::panic_message(&*payload)
+                crate::log::panic_message(&*payload)
             );
             packet.for_each_active_lane(|_, _, slot| slot[0] = ERROR_VALUE);
         }
     }
 
     fn dispatch(&self, buffer_key: usize, service: u32, lane: u32, slot: &mut [u64; SLOT_WORDS]) {
+        #[cfg(any(test, feature = "test-hooks"))]
         if self.panic_service == Some(service) {
-            panic!("{PANIC_SERVICE_ENV}={service}: test-requested panic");
+            panic!("amdgpu-dropin test hook: requested panic in service {service:#x}");
         }
         match service {
             SERVICE_FUNCTION_CALL => function_call(slot),
