@@ -28,6 +28,12 @@ uint64_t hc_now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t hc_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 void hc_sleep_ms(uint32_t ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -159,10 +165,15 @@ static void collect(pid_t pid, int fd, uint32_t timeout_ms, uint64_t start,
         }
       }
     } else {
-      hc_sleep_ms(2);
+      /* stderr closed: the child is exiting; look often so reaped_us is close. */
+      struct timespec ts = {0, 100 * 1000};
+      nanosleep(&ts, NULL);
     }
     pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) reaped = true;
+    if (done == pid) {
+      reaped = true;
+      result->reaped_us = hc_now_us();
+    }
   }
   /* Drain what is left without blocking. */
   for (;;) {

@@ -47,6 +47,7 @@ extern int hc_failures;
   } while (0)
 
 uint64_t hc_now_ms(void);
+uint64_t hc_now_us(void);
 void hc_sleep_ms(uint32_t ms);
 
 /* hsa_init with the simulator's defaults; aborts the test on failure. */
@@ -97,6 +98,7 @@ typedef struct hc_child_result {
   int exit_code;    /* WEXITSTATUS */
   int signal;       /* WTERMSIG, 0 if none */
   uint64_t elapsed_ms;
+  uint64_t reaped_us; /* hc_now_us() when the child was reaped */
   char err[16384];  /* captured stderr (NUL-terminated, truncated) */
   size_t err_len;
 } hc_child_result_t;

@@ -9,7 +9,8 @@
 //! * `service`  — dispatch: FUNCTION_CALL, PRINTF (`printf/`), registered
 //!   handlers (`handlers`), DEVMEM (`devmem`), SANITIZER (`sanitizer`), the
 //!   error answer.
-//! * `listener` — the thread, the doorbell signal, the waiting strategy.
+//! * `listener` — the threads, the doorbell signal, the waiting strategy, the
+//!   slow-buffer classifier (`listener/`).
 //! * `registry` — enable/disable, listener lifetime, exit/fork/unload hooks.
 //!
 //! `sync` swaps the atomics of `buffer`/`protocol` for loom's under

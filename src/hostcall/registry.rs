@@ -33,9 +33,13 @@
 //! * The last disable stops the listener, joins it (bounded by
 //!   `STOP_TIMEOUT`, else it is left to finish on its own) and destroys the
 //!   doorbell signal; the next enable starts a fresh one.
-//! * Process exit with buffers enabled: the `.fini_array` hook sets `EXITING`,
-//!   waits up to `EXIT_TIMEOUT` for listeners to leave their loop, and makes no
-//!   HSA call (the runtime may be gone). Later enables return false.
+//! * Process exit with buffers enabled: an exit handler (atexit, registered
+//!   when the first listener starts, so it runs before the HSA runtime's
+//!   teardown) sets `EXITING`, rings the doorbell if HSA still answers, and
+//!   waits up to `EXIT_TIMEOUT` for listeners to leave their loop: an idle
+//!   listener leaves at once, a busy one after the packet it is serving.
+//!   The `.fini_array` hook repeats this without any HSA call (the runtime
+//!   may be gone by then). Later enables return false. `_exit` runs neither.
 //! * fork: the child starts with no buffers and no listener (parent's buffers
 //!   are not enabled in the child; disabling them there is "unknown"); enable
 //!   in the child starts its own listener and signal.
@@ -45,13 +49,13 @@
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use super::buffer::DeviceBuffer;
 use super::layout;
-use super::listener::{self, Entry, Shared, SignalApi};
+use super::listener::{self, Entry, Listener, SignalApi};
 use super::protocol::Gate;
 use crate::log::Level;
 
@@ -120,15 +124,16 @@ impl core::fmt::Display for DisableError {
     }
 }
 
-struct Running {
-    shared: Arc<Shared>,
+/// The started listener: shared state and its main thread.
+struct ActiveListener {
+    listener: Arc<Listener>,
     thread: std::thread::JoinHandle<()>,
 }
 
 #[derive(Default)]
 struct Control {
     entries: Vec<Arc<Entry>>,
-    listener: Option<Running>,
+    listener: Option<ActiveListener>,
 }
 
 struct State {
@@ -210,11 +215,11 @@ pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) ->
     if control.listener.is_none() {
         control.listener = Some(start_listener()?);
     }
-    let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").shared);
+    let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").listener);
     // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
     // contract covers validity and exclusive protocol access until disable.
     let device_buffer = unsafe { DeviceBuffer::new(base, packets) };
-    device_buffer.initialize(shared.signal.handle);
+    device_buffer.initialize(shared.doorbell_handle());
     control.entries.push(Arc::new(Entry::new(key, device_buffer, queue as usize)));
     shared.publish(&control.entries);
     crate::log!(
@@ -240,7 +245,8 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         let index = control.entries.iter().position(|e| e.key == key).ok_or(DisableError::NotEnabled)?;
         let entry = control.entries.remove(index);
         entry.gate.close();
-        let shared = Arc::clone(&control.listener.as_ref().expect("an enabled buffer has a listener").shared);
+        let shared =
+            Arc::clone(&control.listener.as_ref().expect("an enabled buffer has a listener").listener);
         shared.publish(&control.entries);
         let stopping = if control.entries.is_empty() { control.listener.take() } else { None };
         (entry, shared, stopping, control.entries.len())
@@ -276,8 +282,8 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
     shared.services.forget_buffer(key);
     crate::log!(Level::Info, "hostcall: disabled buffer {key:#x}; {remaining} buffer(s) enabled");
     drop(shared);
-    if let Some(running) = stopping {
-        stop_listener(running, STOP_TIMEOUT);
+    if let Some(active) = stopping {
+        stop_listener(active, STOP_TIMEOUT);
     }
     Ok(())
 }
@@ -305,19 +311,19 @@ fn wait_until_idle(gate: &Gate, key: usize) {
     }
 }
 
-fn start_listener() -> Result<Running, EnableError> {
+fn start_listener() -> Result<ActiveListener, EnableError> {
     let api = SignalApi::resolve().map_err(EnableError::Hsa)?;
-    let signal = api.create_doorbell().map_err(EnableError::Hsa)?;
-    let shared = Arc::new(Shared::new(api, signal));
+    let doorbell = api.create_doorbell().map_err(EnableError::Hsa)?;
+    let shared = Arc::new(Listener::new(doorbell));
     install_process_hooks();
     // On failure `shared` is dropped here, destroying the signal.
     let thread = listener::spawn(Arc::clone(&shared)).map_err(EnableError::Thread)?;
-    Ok(Running { shared, thread })
+    Ok(ActiveListener { listener: shared, thread })
 }
 
 /// Stops and joins a listener that serves no buffer any more.
-fn stop_listener(running: Running, timeout: Duration) {
-    let Running { shared, thread } = running;
+fn stop_listener(active: ActiveListener, timeout: Duration) {
+    let ActiveListener { listener: shared, thread } = active;
     shared.request_stop();
     if listener::on_listener_thread(&shared) {
         // A service disabled the last buffer: the thread cannot join itself.
@@ -370,6 +376,10 @@ fn install_process_hooks() {
             Ok(path) => crate::log!(Level::Debug, "hostcall: pinned {path} (RTLD_NODELETE)"),
             Err(e) => crate::log!(Level::Debug, "hostcall: could not pin the library: {e}"),
         }
+        // After HSA is initialized (the doorbell exists): see `at_exit`.
+        if let Err(e) = crate::sys::register_at_exit(at_exit) {
+            crate::log!(Level::Warning, "hostcall: {e}; exit waits for the listener's timeout");
+        }
     });
 }
 
@@ -378,24 +388,85 @@ fn install_process_hooks() {
 extern "C" fn after_fork_in_child() {
     // Relaxed: the child has a single thread at this point.
     listener::FORK_EPOCH.fetch_add(1, Ordering::Relaxed);
-    listener::RUNNING.store(0, Ordering::Relaxed);
+    listener::LIVE_THREADS.store(0, Ordering::Relaxed);
     // The old state (and its possibly locked mutex, its listener's signal)
     // belongs to the parent: leak it; the next call makes a fresh one.
     STATE.store(core::ptr::null_mut(), Ordering::Release);
 }
 
-/// Runs at exit() and at dlclose (if the library was never pinned).
-extern "C" fn at_unload() {
+/// Set by `at_exit`.
+static EXIT_HANDLER_RAN: AtomicBool = AtomicBool::new(false);
+
+/// Runs at exit(3): registered with atexit when the first listener starts,
+/// after the HSA runtime was initialized, so it runs before the runtime's own
+/// exit-time teardown (destructors registered earlier, `.fini_array` hooks).
+/// Stops the listeners and, while HSA still answers, rings the doorbell so an
+/// idle listener leaves its blocked wait at once: exit then costs
+/// microseconds instead of up to one `WAIT_TIMEOUT`.
+extern "C" fn at_exit() {
     // SeqCst: enable re-checks EXITING under the lock with SeqCst.
     listener::EXITING.store(true, Ordering::SeqCst);
-    // Listeners see EXITING at the latest when their doorbell wait times out;
-    // no HSA call wakes them here, since HSA may already be torn down.
-    let own = usize::from(listener::on_any_listener_thread());
-    let deadline = Instant::now() + EXIT_TIMEOUT;
-    // Acquire: pairs with the listener's release decrement.
-    while listener::RUNNING.load(Ordering::Acquire) > own && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_micros(500));
+    // Relaxed: read later by this same thread (exit runs the hooks in order).
+    EXIT_HANDLER_RAN.store(true, Ordering::Relaxed);
+    if let Some(active) = listener_for_exit() {
+        if !active.wake_for_exit() {
+            crate::log!(
+                Level::Debug,
+                "hostcall: exit: HSA no longer answers; listeners leave at their timeout"
+            );
+        }
     }
+    wait_for_listeners(EXIT_TIMEOUT);
+}
+
+/// The running listener, if the registration lock is free (another thread
+/// may hold it forever at exit: then no ring, the bounded wait still applies).
+fn listener_for_exit() -> Option<Arc<Listener>> {
+    // Acquire: pairs with the release CAS that installed the state.
+    let current = STATE.load(Ordering::Acquire);
+    if current.is_null() {
+        return None;
+    }
+    // SAFETY: states are leaked, never freed, so the pointer stays valid.
+    let state = unsafe { &*current };
+    let control = match state.control.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    control.listener.as_ref().map(|active| Arc::clone(&active.listener))
+}
+
+/// Waits (bounded) until no listener thread other than this one runs.
+fn wait_for_listeners(timeout: Duration) {
+    let own = usize::from(listener::on_any_listener_thread());
+    let deadline = Instant::now() + timeout;
+    let mut step = 0u32;
+    // Acquire: pairs with the listener's release decrement.
+    while listener::LIVE_THREADS.load(Ordering::Acquire) > own && Instant::now() < deadline {
+        if step < 64 {
+            std::thread::yield_now();
+            step += 1;
+        } else {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+/// Runs at dlclose (if the library was never pinned) and at exit after every
+/// exit handler: the last line of defence when `at_exit` did not run (no
+/// listener was ever started, or atexit failed). Makes no HSA call: the
+/// runtime may already be torn down.
+extern "C" fn at_unload() {
+    // SeqCst: as in `at_exit`.
+    listener::EXITING.store(true, Ordering::SeqCst);
+    // Relaxed: see `at_exit`. Its bounded wait already ran: a listener still
+    // running now is stuck in a service, and waiting twice helps nobody.
+    if EXIT_HANDLER_RAN.load(Ordering::Relaxed) {
+        return;
+    }
+    // Listeners see EXITING at the latest when their doorbell wait times out.
+    wait_for_listeners(EXIT_TIMEOUT);
 }
 
 #[cfg(target_os = "linux")]

@@ -65,7 +65,7 @@ impl Services {
                 service,
                 buffer_key,
                 lane,
-                crate::ffi::panic::panic_message(&*payload)
+                crate::log::panic_message(&*payload)
             );
             slot[0] = ERROR_VALUE;
         }
@@ -113,7 +113,7 @@ impl Services {
                  the error value and the listener keeps serving",
                 service,
                 buffer_key,
-                crate::ffi::panic::panic_message(&*payload)
+                crate::log::panic_message(&*payload)
             );
             packet.for_each_active_lane(|_, _, slot| slot[0] = ERROR_VALUE);
         }
