@@ -30,7 +30,7 @@ const HEADERS: &[Header] = &[
     Header { config: "cbindgen-hostcall.toml", sources: &["src/ffi/hostcall.rs"], output: "rochostcall.hpp" },
     Header {
         config: "cbindgen-hostcall-ext.toml",
-        sources: &["src/hostcall/packet.rs", "src/ffi/hostcall_ext.rs"],
+        sources: &["src/hostcall/packet.rs", "src/ffi/hostcall_ext.rs", "src/ffi/hostcall_protocol.rs"],
         output: "amdgpu_dropin_hostcall.h",
     },
 ];

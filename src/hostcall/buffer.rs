@@ -22,6 +22,9 @@
 use super::layout;
 use super::sync::{AtomicU32, AtomicU64};
 
+/// The phase-bit protocol's buffer view (the same rules, another layout).
+pub mod phase;
+
 /// A packet index known to be below the buffer's packet count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketIndex(u32);

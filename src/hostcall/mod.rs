@@ -5,6 +5,8 @@
 //! * `buffer`   — the one module that touches device-shared memory.
 //! * `protocol` — detach / walk / serve / release of the ready stack and the
 //!   registration gate; model-checked with loom (`tests/loom_hostcall.rs`).
+//! * `phase_layout`, `phase_protocol` — the same for the phase-bit protocol
+//!   (chosen at enable time); model-checked in `tests/loom_phase.rs`.
 //! * `packet`   — the host copy of a packet and the handler signatures (C ABI).
 //! * `service`  — dispatch: FUNCTION_CALL, PRINTF (`printf/`), registered
 //!   handlers (`handlers`), DEVMEM (`devmem`), SANITIZER (`sanitizer`), the
@@ -18,6 +20,7 @@
 
 pub mod layout;
 pub mod packet;
+pub mod phase_layout;
 mod sync;
 
 #[cfg(not(loom))]
@@ -29,6 +32,11 @@ pub mod buffer;
 mod protocol;
 #[cfg(loom)]
 pub mod protocol;
+
+#[cfg(not(loom))]
+mod phase_protocol;
+#[cfg(loom)]
+pub mod phase_protocol;
 
 /// Benchmark-only baseline listener strategy (`bench-baseline` feature).
 #[cfg(all(feature = "bench-baseline", not(loom)))]
@@ -52,7 +60,7 @@ pub mod sanitizer;
 #[cfg(not(loom))]
 pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};
 #[cfg(not(loom))]
-pub use registry::{disable, enable, DisableError, EnableError, EXIT_TIMEOUT, STOP_TIMEOUT};
+pub use registry::{disable, enable, enable_with, DisableError, EnableError, Protocol, EXIT_TIMEOUT, STOP_TIMEOUT};
 #[cfg(not(loom))]
 pub use service::{ERROR_VALUE, PANIC_SERVICE_ENV, SERVICE_FUNCTION_CALL, SERVICE_PRINTF};
 
