@@ -40,7 +40,8 @@ fn wave(buffer: &PhaseBuffer, occupied: &[AtomicU32], first_call: u64, calls: u6
                 None => thread::yield_now(),
             }
         };
-        let lanes: Vec<[u64; 8]> = (0..u64::from(LANES)).map(|l| [call * 10 + l, 0, 0, 0, 0, 0, 0, 0]).collect();
+        let lanes: Vec<[u64; 8]> =
+            (0..u64::from(LANES)).map(|l| [call * 10 + l, 0, 0, 0, 0, 0, 0, 0]).collect();
         device::fill(buffer, index, 5, mask, &lanes);
         device::publish(buffer, index);
         while !device::is_answered(buffer, index) {

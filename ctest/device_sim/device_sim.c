@@ -3,6 +3,7 @@
  * device library uses; each atomic access says why its ordering suffices. */
 #define _GNU_SOURCE
 #include "device_sim.h"
+#include "device_sim_phase.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -225,6 +226,9 @@ int device_sim_wait_ready_stack_empty(void* buffer, uint64_t timeout_ns) {
 int device_sim_hostcall(void* buffer, uint32_t service, uint64_t activemask,
                         uint64_t lanes[64][8], uint64_t timeout_ns) {
   if (buffer == NULL || (lanes == NULL && activemask != 0)) return DEVICE_SIM_ERR_ARGUMENT;
+  if (device_sim_phase_is_attached(buffer)) {
+    return device_sim_phase_hostcall(buffer, service, activemask, lanes, timeout_ns);
+  }
   uint64_t deadline = deadline_after(timeout_ns);
   uint64_t ptr = 0;
   int rc = device_sim_pop_free(buffer, &ptr, timeout_ns);
@@ -385,6 +389,67 @@ static void note_failure(device_sim_waves_result_t* result, const char* fmt, uin
   snprintf(result->first_failure, sizeof(result->first_failure), fmt, wave, call, detail);
 }
 
+static void write_canaries(device_sim_payload_t* payload, uint64_t activemask) {
+  for (uint32_t lane = 0; lane < DEVICE_SIM_LANES; ++lane) {
+    if (activemask & (1ull << lane)) continue;
+    for (uint32_t w = 0; w < DEVICE_SIM_SLOT_WORDS; ++w) payload->slots[lane][w] = CANARY ^ lane ^ ((uint64_t)w << 56);
+  }
+}
+
+static bool canaries_touched(const device_sim_payload_t* payload, uint64_t activemask) {
+  for (uint32_t lane = 0; lane < DEVICE_SIM_LANES; ++lane) {
+    if (activemask & (1ull << lane)) continue;
+    for (uint32_t w = 0; w < DEVICE_SIM_SLOT_WORDS; ++w) {
+      if (payload->slots[lane][w] != (CANARY ^ lane ^ ((uint64_t)w << 56))) return true;
+    }
+  }
+  return false;
+}
+
+/* One call of a wave driver in the buffer's protocol: results land in
+ * lanes_out[..][0..1]; with `canaries`, the inactive lanes' slots are
+ * checked for host writes (*touched). */
+static int wave_call(void* buffer, uint32_t service, uint64_t activemask, uint64_t lanes_in[64][8],
+                     uint64_t lanes_out[64][8], bool canaries, uint64_t timeout_ns, bool* touched) {
+  uint64_t deadline = device_sim_now_ns() + (timeout_ns ? timeout_ns : DEFAULT_TIMEOUT_NS);
+  const uint64_t(*in)[8] = (const uint64_t(*)[8])lanes_in;
+  device_sim_payload_t* payload;
+  int rc;
+  uint64_t now;
+  if (device_sim_phase_is_attached(buffer)) {
+    uint32_t index = 0;
+    rc = device_sim_phase_claim(buffer, &index, timeout_ns);
+    if (rc != DEVICE_SIM_OK) return rc;
+    payload = device_sim_phase_payload(buffer, index);
+    if (canaries) write_canaries(payload, activemask);
+    device_sim_phase_fill(buffer, index, service, activemask, in);
+    device_sim_phase_flip(buffer, index);
+    device_sim_phase_ring_throttled(buffer);
+    now = device_sim_now_ns();
+    rc = device_sim_phase_wait_answered(buffer, index, deadline > now ? deadline - now : 1);
+    if (rc != DEVICE_SIM_OK) return rc;
+    device_sim_phase_read_results(buffer, index, activemask, lanes_out);
+    if (canaries) *touched = canaries_touched(payload, activemask);
+    device_sim_phase_clear_bit(buffer, index);
+    return DEVICE_SIM_OK;
+  }
+  uint64_t ptr = 0;
+  rc = device_sim_pop_free(buffer, &ptr, timeout_ns);
+  if (rc != DEVICE_SIM_OK) return rc;
+  payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
+  if (canaries) write_canaries(payload, activemask);
+  device_sim_fill(buffer, ptr, service, activemask, in);
+  device_sim_push_ready(buffer, ptr);
+  device_sim_ring_doorbell(buffer);
+  now = device_sim_now_ns();
+  rc = device_sim_wait_served(buffer, ptr, deadline > now ? deadline - now : 1);
+  if (rc != DEVICE_SIM_OK) return rc;
+  device_sim_read_results(buffer, ptr, activemask, lanes_out);
+  if (canaries) *touched = canaries_touched(payload, activemask);
+  device_sim_push_free(buffer, ptr);
+  return DEVICE_SIM_OK;
+}
+
 static void* wave_main(void* arg) {
   wave_thread_t* self = (wave_thread_t*)arg;
   struct device_sim_waves* group = self->group;
@@ -410,23 +475,9 @@ static void* wave_main(void* arg) {
     memcpy(lanes_out, lanes_in, sizeof(lanes_out));
 
     uint64_t t0 = device_sim_now_ns();
-    uint64_t deadline = t0 + (config->timeout_ns ? config->timeout_ns : DEFAULT_TIMEOUT_NS);
-    uint64_t ptr = 0;
-    int rc = device_sim_pop_free(buffer, &ptr, config->timeout_ns);
-    if (rc == DEVICE_SIM_OK) {
-      if (config->check_inactive_lanes) {
-        device_sim_payload_t* payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
-        for (uint32_t lane = 0; lane < DEVICE_SIM_LANES; ++lane) {
-          if (activemask & (1ull << lane)) continue;
-          for (uint32_t w = 0; w < DEVICE_SIM_SLOT_WORDS; ++w) payload->slots[lane][w] = CANARY ^ lane ^ ((uint64_t)w << 56);
-        }
-      }
-      device_sim_fill(buffer, ptr, service, activemask, (const uint64_t(*)[8])lanes_in);
-      device_sim_push_ready(buffer, ptr);
-      device_sim_ring_doorbell(buffer);
-      uint64_t now = device_sim_now_ns();
-      rc = device_sim_wait_served(buffer, ptr, deadline > now ? deadline - now : 1);
-    }
+    bool touched = false;
+    int rc = wave_call(buffer, service, activemask, lanes_in, lanes_out, config->check_inactive_lanes,
+                       config->timeout_ns, &touched);
     if (rc != DEVICE_SIM_OK) {
       result->errors++;
       if (result->first_error == 0) result->first_error = rc;
@@ -434,23 +485,11 @@ static void* wave_main(void* arg) {
       /* The packet (if any) is stuck with the host: this wave cannot go on. */
       break;
     }
-    device_sim_read_results(buffer, ptr, activemask, lanes_out);
-    if (config->check_inactive_lanes) {
-      device_sim_payload_t* payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
-      bool touched = false;
-      for (uint32_t lane = 0; lane < DEVICE_SIM_LANES && !touched; ++lane) {
-        if (activemask & (1ull << lane)) continue;
-        for (uint32_t w = 0; w < DEVICE_SIM_SLOT_WORDS; ++w) {
-          if (payload->slots[lane][w] != (CANARY ^ lane ^ ((uint64_t)w << 56))) touched = true;
-        }
-      }
-      if (touched) {
-        result->inactive_lane_writes++;
-        note_failure(result, "wave %u call %u: %s", self->wave, call,
-                     "the host wrote the slot of an inactive lane");
-      }
+    if (touched) {
+      result->inactive_lane_writes++;
+      note_failure(result, "wave %u call %u: %s", self->wave, call,
+                   "the host wrote the slot of an inactive lane");
     }
-    device_sim_push_free(buffer, ptr);
     uint64_t t1 = device_sim_now_ns();
     if (config->latencies_ns != NULL && config->calls_per_wave != 0) {
       config->latencies_ns[(uint64_t)self->wave * config->calls_per_wave + call] = t1 - t0;

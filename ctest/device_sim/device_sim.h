@@ -125,7 +125,9 @@ const char* device_sim_error_string(int error);
 
 /* ---- One wave ------------------------------------------------------------ */
 
-/* Runs the whole device protocol for one wave: lanes[i][0..7] are the inputs
+/* Runs the whole device protocol for one wave (the phase-bit protocol for a
+ * buffer attached with device_sim_phase_attach, see device_sim_phase.h; the
+ * classic one otherwise): lanes[i][0..7] are the inputs
  * of each lane i set in activemask, lanes[i][0..1] receive the host's answer.
  * Lanes not in activemask are neither read nor written (lanes may be NULL
  * when activemask is 0). The timeout covers both waiting for a free packet
@@ -207,7 +209,9 @@ typedef int (*device_sim_check_fn)(void* user, uint32_t wave, uint32_t call, uin
                                    const uint64_t out[64][8]);
 
 typedef struct device_sim_waves_config {
-  void* const* buffers;     /* wave w uses buffers[w % buffer_count] */
+  /* wave w uses buffers[w % buffer_count], in the buffer's protocol
+   * (phase-bit if attached with device_sim_phase_attach) */
+  void* const* buffers;
   uint32_t buffer_count;
   uint32_t waves;           /* number of wave threads */
   uint32_t calls_per_wave;  /* calls per wave; 0 = until device_sim_waves_stop */

@@ -10,9 +10,9 @@
 
 use core::ffi::c_void;
 
+use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_string;
 use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t;
 use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t as Status;
-use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_string;
 use crate::hostcall::{self, layout, phase_layout, DisableError, EnableError, Protocol};
 use crate::log::Level;
 
@@ -234,7 +234,10 @@ mod tests {
                 amdgpu_dropin_hostcall_disable(core::ptr::null_mut(), q),
                 Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT
             );
-            assert_eq!(amdgpu_dropin_hostcall_disable(b, q), Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED);
+            assert_eq!(
+                amdgpu_dropin_hostcall_disable(b, q),
+                Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED
+            );
         }
         assert!(buffer.iter().all(|w| *w == 0));
     }

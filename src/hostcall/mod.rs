@@ -60,7 +60,9 @@ pub mod sanitizer;
 #[cfg(not(loom))]
 pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};
 #[cfg(not(loom))]
-pub use registry::{disable, enable, enable_with, DisableError, EnableError, Protocol, EXIT_TIMEOUT, STOP_TIMEOUT};
+pub use registry::{
+    disable, enable, enable_with, DisableError, EnableError, Protocol, EXIT_TIMEOUT, STOP_TIMEOUT,
+};
 #[cfg(not(loom))]
 pub use service::{ERROR_VALUE, PANIC_SERVICE_ENV, SERVICE_FUNCTION_CALL, SERVICE_PRINTF};
 

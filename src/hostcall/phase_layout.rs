@@ -132,12 +132,18 @@ pub const fn host_phase_offset(packets: u32) -> usize {
 
 /// Offset of packet header 0: after the host phases, 8-aligned.
 pub const fn headers_offset(packets: u32) -> usize {
-    align_up(host_phase_offset(packets) + packets as usize * size_of::<u32>(), align_of::<PhasePacketHeader>())
+    align_up(
+        host_phase_offset(packets) + packets as usize * size_of::<u32>(),
+        align_of::<PhasePacketHeader>(),
+    )
 }
 
 /// Offset of payload 0: after the packet headers, aligned like a payload.
 pub const fn payloads_offset(packets: u32) -> usize {
-    align_up(headers_offset(packets) + packets as usize * size_of::<PhasePacketHeader>(), align_of::<Payload>())
+    align_up(
+        headers_offset(packets) + packets as usize * size_of::<PhasePacketHeader>(),
+        align_of::<Payload>(),
+    )
 }
 
 /// Bytes a phase-bit buffer of `packets` packets occupies. Defined for every

@@ -78,7 +78,12 @@ pub struct PhaseStats {
 /// module docs for which), updating `scan`. `serve` gets a host copy of the
 /// packet and leaves the answers in it; `keep_going()` is asked between
 /// served packets.
-pub fn serve_phases<S, K>(buffer: &PhaseBuffer, scan: &mut ScanLimit, mut serve: S, mut keep_going: K) -> PhaseStats
+pub fn serve_phases<S, K>(
+    buffer: &PhaseBuffer,
+    scan: &mut ScanLimit,
+    mut serve: S,
+    mut keep_going: K,
+) -> PhaseStats
 where
     S: FnMut(&mut HostPacket),
     K: FnMut() -> bool,
@@ -167,7 +172,9 @@ pub fn pending(buffer: &PhaseBuffer) -> u32 {
     (0..buffer.packets())
         .filter_map(|i| buffer.index(i))
         // Relaxed: diagnostic peeks.
-        .filter(|&i| buffer.device_phase(i).load(Ordering::Relaxed) != buffer.host_phase(i).load(Ordering::Relaxed))
+        .filter(|&i| {
+            buffer.device_phase(i).load(Ordering::Relaxed) != buffer.host_phase(i).load(Ordering::Relaxed)
+        })
         .count() as u32
 }
 

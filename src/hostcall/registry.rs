@@ -56,8 +56,8 @@ use std::time::{Duration, Instant};
 use super::buffer::phase::PhaseBuffer;
 use super::buffer::DeviceBuffer;
 use super::listener::{self, Entry, EntryBuffer, Listener, ScanCell, SignalApi};
-use super::{layout, phase_layout};
 use super::protocol::Gate;
+use super::{layout, phase_layout};
 use crate::log::Level;
 
 /// Longest the last `disableHostcalls` waits for the listener thread to end

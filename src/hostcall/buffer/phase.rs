@@ -122,7 +122,9 @@ mod real {
             let mut out = [0u64; SLOT_WORDS];
             for (word, value) in out.iter_mut().enumerate() {
                 // Relaxed: ordered by the acquire fence, as for the header.
-                *value = self.word(layout::slot_word_at(self.packets, index.0, lane, word)).load(Ordering::Relaxed);
+                *value = self
+                    .word(layout::slot_word_at(self.packets, index.0, lane, word))
+                    .load(Ordering::Relaxed);
             }
             out
         }
@@ -131,7 +133,8 @@ mod real {
             for (word, value) in slot.iter().enumerate() {
                 // Relaxed: published by the host-phase release store that
                 // hands the packet back (the wave's acquire load pairs with it).
-                self.word(layout::slot_word_at(self.packets, index.0, lane, word)).store(*value, Ordering::Relaxed);
+                self.word(layout::slot_word_at(self.packets, index.0, lane, word))
+                    .store(*value, Ordering::Relaxed);
             }
         }
 
@@ -144,7 +147,8 @@ mod real {
             let relaxed = Ordering::Relaxed;
             let base = self.base() as u64;
             let n = self.packets;
-            self.word(layout::OFFSET_DEVICE_PHASE).store(base + layout::device_phase_offset() as u64, relaxed);
+            self.word(layout::OFFSET_DEVICE_PHASE)
+                .store(base + layout::device_phase_offset() as u64, relaxed);
             self.word(layout::OFFSET_HOST_PHASE).store(base + layout::host_phase_offset(n) as u64, relaxed);
             self.word(layout::OFFSET_OCCUPIED).store(occupied as u64, relaxed);
             self.word(layout::OFFSET_HEADERS).store(base + layout::headers_offset(n) as u64, relaxed);

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
-use super::{Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, POLL_WINDOW, SERVING, WAIT_TIMEOUT};
+use super::{
+    Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, POLL_WINDOW, SERVING, WAIT_TIMEOUT,
+};
 use crate::hostcall::buffer::DeviceBuffer;
 use crate::hostcall::packet::HostPacket;
 use crate::hostcall::phase_protocol::serve_phases;
@@ -203,7 +205,9 @@ pub(in crate::hostcall) fn serve_entry(listener: &Listener, entry: &Entry) -> u3
     let keep_going = || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed);
     let serve = |packet: &mut HostPacket| listener.services.serve_packet(packet);
     match &entry.buffer {
-        EntryBuffer::Classic(buffer) => serve_classic(entry, buffer, drain_ready_packets(buffer, serve, keep_going)),
+        EntryBuffer::Classic(buffer) => {
+            serve_classic(entry, buffer, drain_ready_packets(buffer, serve, keep_going))
+        }
         EntryBuffer::PhaseBit { buffer, scan } => {
             let mut limit = scan.get();
             let stats = serve_phases(buffer, &mut limit, serve, keep_going);
@@ -363,6 +367,13 @@ fn run_loop(
         if listener.should_stop() {
             return;
         }
-        listener.doorbell_wait_value(observed, WAIT_TIMEOUT);
+        if listener.doorbell_wait_value(observed, WAIT_TIMEOUT) != observed {
+            // A ring opens the poll window even if the scan it wakes finds
+            // nothing (its packet may have been served before the ring
+            // landed): phase-bit waves ring at most once per ~10 µs per
+            // device, so requests right after a ring may come without one.
+            poll_until = Some(Instant::now() + POLL_WINDOW);
+            step = 0;
+        }
     }
 }
