@@ -11,7 +11,10 @@
  *             threads running the device protocol) make FUNCTION_CALL
  *             requests, check every answer; then lanes of a wave call
  *             printf (hostcall service 2, encoded as the device libraries
- *             encode it) and the listener prints their lines; disable.
+ *             encode it) and the listener prints their lines; a custom
+ *             service registered through the extension API answers a wave;
+ *             DEVMEM (service 3) allocates device memory from a GPU pool for
+ *             lanes and frees it; disable frees what the lanes left.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -21,7 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu_dropin_hostcall.h"
 #include "device_sim.h"
+#include "device_sim_services.h"
 #include "pf_device.h"
 #include "iree/hal/drivers/amdgpu/util/libhsa.h"
 #include "iree/hal/drivers/amdgpu/util/topology.h"
@@ -60,18 +65,22 @@ static hsa_status_t collect_agent(hsa_agent_t agent, void* user_data) {
 
 /* Live-object accounting exists only in the software runtime. */
 typedef struct {
-  uint64_t reservations, handles, mappings, signals;
+  uint64_t reservations, handles, mappings, signals, pool_allocations;
 } demo_live_t;
-static void print_live(const char* when) {
-  void (*get_live)(demo_live_t*) = NULL;
+static bool get_live(demo_live_t* live) {
+  void (*get)(demo_live_t*) = NULL;
   void* symbol = dlsym(RTLD_DEFAULT, "hsa_sim_get_live");
-  memcpy(&get_live, &symbol, sizeof(symbol));
-  if (!get_live) return;
+  memcpy(&get, &symbol, sizeof(symbol));
+  if (!get) return false;
+  get(live);
+  return true;
+}
+static void print_live(const char* when) {
   demo_live_t live;
-  get_live(&live);
+  if (!get_live(&live)) return;
   printf("  live HSA objects %s: %" PRIu64 " reservations, %" PRIu64 " handles, %" PRIu64
-         " mappings, %" PRIu64 " signals\n",
-         when, live.reservations, live.handles, live.mappings, live.signals);
+         " mappings, %" PRIu64 " signals, %" PRIu64 " pool blocks\n",
+         when, live.reservations, live.handles, live.mappings, live.signals, live.pool_allocations);
 }
 
 static void hex(const uint8_t* bytes, size_t n, char* out) {
@@ -160,6 +169,95 @@ static int demo_printf(void* buffer) {
   return rc;
 }
 
+/* A custom service (id 0x4D41 "MA": multiply-add) registered through the
+ * extension API: every lane asks for slot[0] * slot[1] + slot[2]. */
+#define DEMO_SERVICE_MULADD 0x4D41u
+
+static int32_t demo_muladd(void* user, void* buffer, uint32_t service, uint32_t lane, uint64_t* slot) {
+  (void)buffer, (void)service, (void)lane;
+  atomic_fetch_add((atomic_uint_fast64_t*)user, 1);
+  slot[0] = slot[0] * slot[1] + slot[2];
+  return 0;
+}
+
+static int demo_custom_service(void* buffer) {
+  static atomic_uint_fast64_t calls;
+  if (amdgpu_dropin_hostcall_register_lane_handler(DEMO_SERVICE_MULADD, NULL, demo_muladd, &calls) !=
+      AMDGPU_DROPIN_HOSTCALL_OK) {
+    return 1;
+  }
+  uint64_t lanes[64][8];
+  memset(lanes, 0, sizeof(lanes));
+  for (uint64_t lane = 0; lane < 64; ++lane) {
+    lanes[lane][0] = lane;
+    lanes[lane][1] = 1000;
+    lanes[lane][2] = 7;
+  }
+  int rc = device_sim_hostcall(buffer, DEMO_SERVICE_MULADD, ~0ull, lanes, 0);
+  bool right = rc == DEVICE_SIM_OK;
+  for (uint64_t lane = 0; lane < 64 && right; ++lane) right = lanes[lane][0] == lane * 1000 + 7;
+  printf("  custom service %#x (API version %u): 64 lanes answered by a registered handler "
+         "(%" PRIu64 " calls), lane 63 got %" PRIu64 ": %s\n",
+         DEMO_SERVICE_MULADD, amdgpu_dropin_hostcall_api_version(), (uint64_t)atomic_load(&calls),
+         lanes[63][0], right ? "right" : "WRONG");
+  amdgpu_dropin_hostcall_unregister_handler(DEMO_SERVICE_MULADD, NULL);
+  return right ? 0 : 1;
+}
+
+static hsa_status_t find_devmem_pool(hsa_amd_memory_pool_t pool, void* data) {
+  uint32_t segment = 0;
+  bool allowed = false;
+  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment);
+  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &allowed);
+  if (segment == HSA_AMD_SEGMENT_GLOBAL && allowed) {
+    *(hsa_amd_memory_pool_t*)data = pool;
+    return HSA_STATUS_INFO_BREAK;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+/* DEVMEM as the device heap uses it: 16 lanes each ask for a 2 MiB slab,
+ * half of them free theirs, disableHostcalls frees the rest. */
+static int demo_devmem(void* buffer) {
+  if (g_topology.gpu_agent_count == 0) {
+    printf("  DEVMEM: no GPU agent, skipped\n");
+    return 0;
+  }
+  hsa_agent_t gpu = g_topology.gpu_agents[0];
+  hsa_amd_memory_pool_t pool = {0};
+  hsa_amd_agent_iterate_memory_pools(gpu, find_devmem_pool, &pool);
+  uint64_t agent = gpu.handle;
+  amdgpu_dropin_hostcall_status_t status =
+      amdgpu_dropin_hostcall_devmem_enable(buffer, pool.handle, &agent, 1);
+  if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
+    printf("  DEVMEM: enable failed: %s\n", amdgpu_dropin_hostcall_status_string(status));
+    return 1;
+  }
+  uint64_t zero[64] = {0}, sizes[64] = {0}, slabs[64] = {0}, answers[64] = {0};
+  const uint64_t mask = 0xFFFF;
+  for (int lane = 0; lane < 16; ++lane) sizes[lane] = 2u << 20;
+  int rc = device_sim_devmem_request(buffer, mask, zero, sizes, slabs, 0);
+  demo_live_t live = {0};
+  bool sim = get_live(&live);
+  int got = 0;
+  for (int lane = 0; lane < 16; ++lane) {
+    if (slabs[lane] != 0 && slabs[lane] != AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE) {
+      /* The simulated wave writes its slab (on a real GPU, VRAM may not be
+       * host-accessible: only the software runtime's blocks are touched). */
+      if (sim) memset((void*)(uintptr_t)slabs[lane], lane, 2u << 20);
+      got++;
+    }
+  }
+  printf("  DEVMEM: 16 lanes asked for 2 MiB each: %d slabs (lane 0 at %#" PRIx64 ")", got, slabs[0]);
+  if (sim) printf(", %" PRIu64 " pool blocks live", live.pool_allocations);
+  printf("\n");
+  if (rc == DEVICE_SIM_OK) rc = device_sim_devmem_request(buffer, 0xFF, slabs, zero, answers, 0);
+  if (sim && get_live(&live)) {
+    printf("  DEVMEM: lanes 0-7 freed theirs: %" PRIu64 " pool blocks live\n", live.pool_allocations);
+  }
+  return rc == DEVICE_SIM_OK && got == 16 ? 0 : 1;
+}
+
 static int demo_hostcall(void) {
   printf("== hostcall: simulated GPU waves calling host functions\n");
   const uint32_t packets = 64;
@@ -186,8 +284,15 @@ static int demo_hostcall(void) {
          result.errors, seconds * 1e3, seconds > 0 ? (double)result.calls / seconds : 0.0);
   if (rc != 0) printf("  first failure: %s\n", result.first_failure);
   if (rc == 0) rc = demo_printf(buffer);
+  if (rc == 0) rc = demo_custom_service(buffer);
+  if (rc == 0) rc = demo_devmem(buffer);
   disableHostcalls(buffer, buffer);
-  print_live("after disableHostcalls");
+  print_live("after disableHostcalls (DEVMEM blocks the lanes left are freed)");
+  demo_live_t after;
+  if (get_live(&after) && after.pool_allocations != 0) {
+    printf("  DEVMEM: %" PRIu64 " blocks leaked\n", after.pool_allocations);
+    rc = 1;
+  }
   free(buffer);
   return rc == 0 ? 0 : 1;
 }

@@ -5,11 +5,12 @@
  * service id can be given a handler: per lane or per packet, for one hostcall
  * buffer or for every buffer, with a user pointer. A buffer's own handler is
  * preferred over the one for every buffer. With no handler, SANITIZER (4)
- * reports are printed to stderr (the process goes on) and every other id gets
- * UINT64_MAX in slot[0] of each active lane (logged once per id). DEVMEM (3)
- * has a default service over an HSA memory pool
- * (amdgpu_dropin_hostcall_devmem_enable); a runtime with its own device
- * memory objects (ROCclr) registers its own handler for 3 instead.
+ * reports are printed to stderr (the process goes on), DEVMEM (3) lanes get
+ * 0 (the device heap's "no memory"), and every other id gets UINT64_MAX in
+ * slot[0] of each active lane (logged once per id). DEVMEM has a default
+ * service over an HSA memory pool (amdgpu_dropin_hostcall_devmem_enable); a
+ * runtime with its own device memory objects (ROCclr) registers its own
+ * handler for 3 instead (answering 0 for a failed allocation).
  *
  * Protocols: a buffer is enabled in the protocol its device code was built
  * for: classic (enableHostcalls, or amdgpu_dropin_hostcall_enable with

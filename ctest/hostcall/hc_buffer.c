@@ -95,3 +95,8 @@ void hc_free_buffer(void* buffer) {
   pthread_mutex_unlock(&phase_lock);
   free(buffer);
 }
+
+void hc_disable_and_free(void* buffer) {
+  disableHostcalls(buffer, NULL);
+  hc_free_buffer(buffer);
+}

@@ -147,9 +147,8 @@ static void test_default_service(void) {
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
   HC_CHECK(live_blocks() == base, "unregister freed the rest: %llu", (unsigned long long)live_blocks());
-  HC_CHECK(request(buffer, 0, 0, 64) == ERROR_VALUE, "no DEVMEM service any more: unknown id");
-  hc_disable(buffer, NULL);
-  hc_free_buffer(buffer);
+  HC_CHECK(request(buffer, 0, 0, 64) == 0, "no DEVMEM service any more: 0 (no memory), never -1");
+  hc_disable_and_free(buffer);
 }
 
 static int32_t runtime_devmem(void* user, void* buffer, uint32_t service, uint32_t lane, uint64_t* slot) {
@@ -235,10 +234,8 @@ static void test_concurrent_waves(void) {
            (unsigned long long)base);
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
-  hc_disable(buffers[0], NULL);
-  hc_disable(buffers[1], NULL);
-  hc_free_buffer(buffers[0]);
-  hc_free_buffer(buffers[1]);
+  hc_disable_and_free(buffers[0]);
+  hc_disable_and_free(buffers[1]);
 }
 
 int main(void) {

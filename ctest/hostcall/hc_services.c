@@ -178,10 +178,8 @@ static void test_lane_handler_under_traffic(void) {
   HC_CHECK(atomic_load(&state.wrong_args) == 0, "handler saw wrong buffer/service/lane");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_LANE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
-  hc_disable(buffers[0], NULL);
-  hc_disable(buffers[1], NULL);
-  hc_free_buffer(buffers[0]);
-  hc_free_buffer(buffers[1]);
+  hc_disable_and_free(buffers[0]);
+  hc_disable_and_free(buffers[1]);
 }
 
 /* ---- per-packet handler, buffer scopes, failures, unknown ids ------------- */
@@ -389,10 +387,8 @@ static void test_register_unregister_under_traffic(void) {
            (unsigned long long)result.calls);
   printf("  churn: %d rounds, %d with calls, %llu wave calls\n", CHURN_ROUNDS, served_rounds,
          (unsigned long long)result.calls);
-  hc_disable(buffers[0], NULL);
-  hc_disable(buffers[1], NULL);
-  hc_free_buffer(buffers[0]);
-  hc_free_buffer(buffers[1]);
+  hc_disable_and_free(buffers[0]);
+  hc_disable_and_free(buffers[1]);
 }
 
 /* ---- unregistering from inside a handler ---------------------------------- */
@@ -445,8 +441,55 @@ static void test_unregister_from_inside(void) {
            g_other_rc);
   HC_REQUIRE(call_service(buffer, SERVICE_OTHER, 0x1, 1, lanes) == DEVICE_SIM_OK, "call other");
   HC_CHECK(lanes[0][0] == ERROR_VALUE, "other unregistered");
-  hc_disable(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
+}
+
+/* ---- fork while a handler runs --------------------------------------------- */
+
+#define SERVICE_FORK 107u
+
+static atomic_int g_fork_inside;
+static atomic_int g_fork_release;
+static uint64_t g_fork_answer;
+
+static int32_t blocking_lane(void* user, void* buffer, uint32_t service, uint32_t lane, uint64_t* slot) {
+  (void)user, (void)buffer, (void)service, (void)lane;
+  atomic_store(&g_fork_inside, 1);
+  while (!atomic_load(&g_fork_release)) sched_yield();
+  slot[0] = 8;
+  return 0;
+}
+
+static void* fork_wave(void* buffer) {
+  uint64_t lanes[64][8];
+  g_fork_answer = call_service(buffer, SERVICE_FORK, 1, 0, lanes) == DEVICE_SIM_OK ? lanes[0][0] : 0;
+  return NULL;
+}
+
+/* In the child the parent's running call never ends (its thread is not
+ * there): unregistering must not wait for it. */
+static int child_unregister_after_fork(void) {
+  return amdgpu_dropin_hostcall_unregister_handler(SERVICE_FORK, NULL) == AMDGPU_DROPIN_HOSTCALL_OK ? 0
+                                                                                                     : 1;
+}
+
+static void test_fork_while_a_handler_runs(void) {
+  void* buffer = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FORK, NULL, blocking_lane, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register");
+  pthread_t wave;
+  HC_REQUIRE(pthread_create(&wave, NULL, fork_wave, buffer) == 0, "wave thread");
+  while (!atomic_load(&g_fork_inside)) sched_yield();
+  hc_child_result_t r;
+  bool forked = hc_fork_child(child_unregister_after_fork, CHILD_TIMEOUT_MS, &r);
+  atomic_store(&g_fork_release, 1);
+  pthread_join(wave, NULL);
+  HC_CHECK(forked && r.exited && r.exit_code == 0, "child: %s", hc_child_describe(&r));
+  HC_CHECK(g_fork_answer == 8, "the parent's call completed: %llu", (unsigned long long)g_fork_answer);
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FORK, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister in the parent");
+  hc_disable_and_free(buffer);
 }
 
 /* ---- SANITIZER ------------------------------------------------------------ */
@@ -475,7 +518,7 @@ static int child_sanitizer_default(void) {
     return 5;
   }
   if (device_sim_fc_checked_call(buffer, ~0ull, 3, TIMEOUT_NS) != 0) return 6;
-  hc_disable(buffer, NULL);
+  hc_disable_and_free(buffer);
   return 0;
 }
 
@@ -530,8 +573,7 @@ static void test_sanitizer_hook(void) {
   HC_CHECK(capture.slots[0][0] == 0, "inactive lane is zero in the copy");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
-  hc_disable(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
 }
 
 /* ---- a panic inside a registered service is contained --------------------- */
@@ -553,7 +595,7 @@ static int child_panic(void) {
   if (amdgpu_dropin_hostcall_unregister_handler(SERVICE_PANIC, NULL) != AMDGPU_DROPIN_HOSTCALL_OK) {
     return 7;
   }
-  hc_disable(buffer, NULL);
+  hc_disable_and_free(buffer);
   return 0;
 }
 
@@ -578,6 +620,7 @@ int main(int argc, char** argv) {
   HC_RUN(test_packet_handler_scopes_and_failures);
   HC_RUN(test_register_unregister_under_traffic);
   HC_RUN(test_unregister_from_inside);
+  HC_RUN(test_fork_while_a_handler_runs);
   HC_RUN(test_sanitizer_default);
   HC_RUN(test_sanitizer_hook);
   HC_RUN(test_panic_contained);

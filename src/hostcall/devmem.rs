@@ -431,4 +431,48 @@ mod tests {
         assert_eq!(packet.slots[0][1], 8, "slot[1] left as the device wrote it");
         assert_eq!(service.live(None), (2, 24));
     }
+
+    /// splitmix64, for the randomized test.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    #[test]
+    fn random_requests_never_panic_and_the_books_balance() {
+        let service = DevmemService::new(FakePool::default());
+        let mut rng = 7u64;
+        let mut handed_out: Vec<u64> = Vec::new();
+        for _ in 0..20_000 {
+            let buffer = 0x1000 * (1 + next(&mut rng) % 3) as usize;
+            let words: [u64; 8] = core::array::from_fn(|_| next(&mut rng));
+            let request = match next(&mut rng) % 4 {
+                0 => slot(0, words[1] % (2 << 20)),
+                1 if !handed_out.is_empty() => {
+                    slot(handed_out.swap_remove(words[0] as usize % handed_out.len()), 0)
+                }
+                2 => [0, 0, words[2], words[3], words[4], words[5], words[6], words[7]],
+                _ => words,
+            };
+            let answer = service.serve_lane(buffer, (words[0] % 64) as u32, &request);
+            if let Request::Allocate { .. } = decode(&request) {
+                if answer != 0 {
+                    handed_out.push(answer);
+                }
+            } else {
+                assert_eq!(answer, 0, "frees and malformed requests answer 0");
+            }
+            if next(&mut rng) % 5000 == 0 {
+                service.forget_buffer(buffer);
+                handed_out.clear(); // some of them are gone now; later frees may be unknown
+            }
+        }
+        let (live, _) = service.live(None);
+        assert_eq!(live, service.memory.live.lock().unwrap().len(), "the pool and the books agree");
+        service.retire();
+        assert!(service.memory.live.lock().unwrap().is_empty());
+    }
 }

@@ -12,39 +12,31 @@
 //!
 //! # Unregistering waits for running calls
 //!
-//! Each registration counts the calls inside it. `enter` (count += 1, then
-//! read `retired`) and `retire` (retired := true, then read the count) form a
-//! store→load handshake with a SeqCst fence on each side, as the buffer gate
-//! does (protocol.rs): either the caller sees `retired` and backs out, or the
-//! unregistering thread sees the call and waits for it. The final decrement
-//! is a release paired with the waiter's acquire load, so everything the
-//! handler did happens before `unregister` returns.
+//! Each registration has a `CallGate` (call_gate.rs, model-checked with
+//! loom): a call counts itself in, unregistering retires the gate and waits
+//! until the calls have left, so everything a handler did happens before
+//! `unregister` returns.
 //!
 //! A thread that unregisters from inside a handler does not wait for the
 //! calls it is itself inside (a thread-local list of the registrations this
 //! thread is in): it waits only for calls on other threads. Two handlers on
 //! two listener threads that unregister each other at the same moment would
 //! wait for each other forever; that is documented, as for disableHostcalls.
-//!
-//! The count carries the fork epoch in its upper half: in a forked child the
-//! calls that were running in the parent's listener threads never end, so a
-//! count from an older epoch reads as 0.
+//! In a forked child the parent's running calls do not count (the gate's
+//! count carries the fork epoch).
 
 use core::ffi::c_void;
 use std::cell::RefCell;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
+use super::call_gate::CallGate;
 use super::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn, HostPacket};
 use super::service::{SERVICE_FUNCTION_CALL, SERVICE_PRINTF};
 use crate::log::Level;
 
 /// Service id 0: reserved by the device libraries (never a request).
 pub const SERVICE_RESERVED: u32 = 0;
-
-/// How often a waiting unregister says why it is still waiting.
-const WAIT_WARN_PERIOD: Duration = Duration::from_secs(1);
 
 /// A service implemented in Rust and registered like a C handler (the
 /// default DEVMEM service).
@@ -118,63 +110,13 @@ pub fn is_reserved(service: u32) -> bool {
     matches!(service, SERVICE_RESERVED | SERVICE_FUNCTION_CALL | SERVICE_PRINTF)
 }
 
-/// Calls in flight, tagged with the fork epoch they were counted in.
-struct CallCount(AtomicU64);
-
-impl CallCount {
-    fn pack(epoch: u32, count: u32) -> u64 {
-        (u64::from(epoch) << 32) | u64::from(count)
-    }
-
-    /// Counts a call in `epoch`. AcqRel: the acquire half orders nothing we
-    /// rely on; the release half keeps the pairing with `leave` uniform.
-    fn enter(&self, epoch: u32) {
-        let mut current = self.0.load(Ordering::Relaxed);
-        loop {
-            let count = if (current >> 32) as u32 == epoch { current as u32 } else { 0 };
-            let next = Self::pack(epoch, count + 1);
-            match self.0.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return,
-                Err(seen) => current = seen,
-            }
-        }
-    }
-
-    /// Ends a call counted in `epoch` (a count of another epoch is left alone:
-    /// it is stale). Release: pairs with `in_flight`'s acquire load, so the
-    /// call's accesses happen before the waiter goes on.
-    fn leave(&self, epoch: u32) {
-        let mut current = self.0.load(Ordering::Relaxed);
-        loop {
-            if (current >> 32) as u32 != epoch || current as u32 == 0 {
-                return;
-            }
-            match self.0.compare_exchange_weak(current, current - 1, Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return,
-                Err(seen) => current = seen,
-            }
-        }
-    }
-
-    /// Calls of `epoch` still running. Acquire: see `leave`.
-    fn in_flight(&self, epoch: u32) -> u32 {
-        let current = self.0.load(Ordering::Acquire);
-        if (current >> 32) as u32 == epoch {
-            current as u32
-        } else {
-            0
-        }
-    }
-}
-
 /// One registered handler.
 pub struct Registration {
     pub service: u32,
     /// The buffer it serves, or None for every buffer.
     pub buffer: Option<usize>,
     pub handler: Handler,
-    calls: CallCount,
-    retired: AtomicBool,
+    gate: CallGate,
 }
 
 thread_local! {
@@ -209,31 +151,19 @@ impl Drop for Call {
                 inside.remove(position);
             }
         });
-        self.registration.calls.leave(self.epoch);
+        self.registration.gate.leave(self.epoch);
     }
 }
 
 impl Registration {
     fn new(service: u32, buffer: Option<usize>, handler: Handler) -> Registration {
-        Registration {
-            service,
-            buffer,
-            handler,
-            calls: CallCount(AtomicU64::new(0)),
-            retired: AtomicBool::new(false),
-        }
+        Registration { service, buffer, handler, gate: CallGate::new() }
     }
 
     /// Starts a call; None once the registration is being unregistered.
     pub fn try_enter(self: &Arc<Self>) -> Option<Call> {
         let epoch = fork_epoch();
-        self.calls.enter(epoch);
-        // SeqCst fence: orders the count above before the load below (see
-        // the module docs).
-        fence(Ordering::SeqCst);
-        // Relaxed: ordered by the fence.
-        if self.retired.load(Ordering::Relaxed) {
-            self.calls.leave(epoch);
+        if !self.gate.enter(epoch) {
             return None;
         }
         let _ = INSIDE.try_with(|inside| inside.borrow_mut().push(Arc::as_ptr(self) as usize));
@@ -243,38 +173,26 @@ impl Registration {
     /// Refuses new calls and waits until the calls running on other threads
     /// have ended.
     fn retire_and_wait(&self) {
-        // Relaxed: ordered by the fence.
-        self.retired.store(true, Ordering::Relaxed);
-        // SeqCst fence: orders the store above before the count loads below.
-        fence(Ordering::SeqCst);
+        self.gate.retire();
         let own = INSIDE
             .try_with(|inside| {
                 let address = self as *const Registration as usize;
                 inside.borrow().iter().filter(|&&a| a == address).count() as u32
             })
             .unwrap_or(0);
-        let start = Instant::now();
-        let mut warned = start;
-        let mut step = 0u32;
-        while self.calls.in_flight(fork_epoch()) > own {
-            if step < 64 {
-                std::thread::yield_now();
-                step += 1;
-            } else {
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            if warned.elapsed() >= WAIT_WARN_PERIOD {
-                warned = Instant::now();
+        super::waiting::wait_until(
+            || self.gate.in_flight(fork_epoch()) <= own,
+            |waited| {
                 crate::log!(
                     Level::Warning,
                     "hostcall: unregistering the {} of service {}: still waiting for a running call \
                      ({:.1} s)",
                     self.handler.describe(),
                     self.service,
-                    start.elapsed().as_secs_f64()
+                    waited.as_secs_f64()
                 );
-            }
-        }
+            },
+        );
         if own > 0 {
             crate::log!(
                 Level::Info,
@@ -489,7 +407,7 @@ fn describe_scope(buffer: Option<usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU32;
+    use std::sync::atomic::{AtomicBool, AtomicU32};
 
     unsafe extern "C" fn lane_nop(_: *mut c_void, _: *mut c_void, _: u32, _: u32, _: *mut u64) -> i32 {
         0
@@ -598,30 +516,12 @@ mod tests {
             let table = Arc::clone(&table);
             std::thread::spawn(move || table.unregister(7, None))
         };
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(20));
         assert!(!unregistering.is_finished(), "unregister must wait for the running call");
         release.store(true, Ordering::SeqCst);
         assert_eq!(unregistering.join().unwrap(), Ok(()));
         assert_eq!(ended.load(Ordering::SeqCst), 1, "the call ended before unregister returned");
         worker.join().unwrap();
-    }
-
-    #[test]
-    fn call_counts_of_an_older_fork_epoch_read_as_zero() {
-        let count = CallCount(AtomicU64::new(0));
-        count.enter(0);
-        count.enter(0);
-        assert_eq!(count.in_flight(0), 2);
-        // In a forked child (epoch 1) the parent's calls never end.
-        assert_eq!(count.in_flight(1), 0);
-        count.leave(1);
-        assert_eq!(count.in_flight(0), 2, "a leave of another epoch changes nothing");
-        count.enter(1);
-        assert_eq!(count.in_flight(1), 1, "the child's own count starts from 0");
-        count.leave(1);
-        assert_eq!(count.in_flight(1), 0);
-        count.leave(1);
-        assert_eq!(count.in_flight(1), 0, "never below 0");
     }
 
     struct Recorder {

@@ -7,6 +7,8 @@
 //!   registration gate; model-checked with loom (`tests/loom_hostcall.rs`).
 //! * `phase_layout`, `phase_protocol` — the same for the phase-bit protocol
 //!   (chosen at enable time); model-checked in `tests/loom_phase.rs`.
+//! * `call_gate` — calls of a registered handler vs. its unregistration
+//!   (model-checked with loom: `tests/loom_handlers.rs`).
 //! * `packet`   — the host copy of a packet and the handler signatures (C ABI).
 //! * `service`  — dispatch: FUNCTION_CALL, PRINTF (`printf/`), registered
 //!   handlers (`handlers`), DEVMEM (`devmem`), SANITIZER (`sanitizer`), the
@@ -18,6 +20,7 @@
 //! `sync` swaps the atomics of `buffer`/`protocol` for loom's under
 //! `--cfg loom`; in that configuration only the model-checkable part is built.
 
+pub mod call_gate;
 pub mod layout;
 pub mod packet;
 pub mod phase_layout;
@@ -56,6 +59,8 @@ pub mod devmem;
 pub mod handlers;
 #[cfg(not(loom))]
 pub mod sanitizer;
+#[cfg(not(loom))]
+mod waiting;
 
 #[cfg(not(loom))]
 pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};

@@ -68,9 +68,6 @@ pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 /// doorbell wait plus margin, since no HSA call may wake them then.
 pub const EXIT_TIMEOUT: Duration = Duration::from_millis(250);
 
-/// How often a waiting disable says why it is still waiting.
-const DISABLE_WARN_PERIOD: Duration = Duration::from_secs(1);
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnableError {
     NullBuffer,
@@ -362,26 +359,17 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
 }
 
 fn wait_until_idle(gate: &Gate, key: usize) {
-    let start = Instant::now();
-    let mut warned = start;
-    let mut step = 0u32;
-    while !gate.is_idle() {
-        if step < 64 {
-            std::thread::yield_now();
-            step += 1;
-        } else {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        if warned.elapsed() >= DISABLE_WARN_PERIOD {
-            warned = Instant::now();
+    super::waiting::wait_until(
+        || gate.is_idle(),
+        |waited| {
             crate::log!(
                 Level::Warning,
                 "disableHostcalls({key:#x}): still waiting for a hostcall service on this buffer \
                  ({:.1} s)",
-                start.elapsed().as_secs_f64()
+                waited.as_secs_f64()
             );
-        }
-    }
+        },
+    );
 }
 
 fn start_listener() -> Result<ActiveListener, EnableError> {

@@ -108,4 +108,25 @@ mod tests {
         assert!(format_report(&packet).contains("read of"));
         assert_eq!(format_report(&HostPacket::new(0xb000, SERVICE_SANITIZER, 0)), "");
     }
+
+    #[test]
+    fn random_packets_format_one_header_and_one_line_per_active_lane() {
+        let mut state = 3u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..2_000 {
+            let mut packet = HostPacket::new(next() as usize, SERVICE_SANITIZER, next());
+            for lane in 0..64 {
+                packet.slots[lane] = core::array::from_fn(|_| next());
+            }
+            let text = format_report(&packet);
+            let expected =
+                if packet.activemask == 0 { 0 } else { 1 + packet.activemask.count_ones() as usize };
+            assert_eq!(text.lines().count(), expected);
+        }
+    }
 }

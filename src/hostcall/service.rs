@@ -6,7 +6,8 @@
 //! Dispatch per packet: FUNCTION_CALL and PRINTF lane by lane (they cannot
 //! be overridden); any other id goes to the handler registered for the
 //! packet's buffer, else to the one registered for every buffer; with none,
-//! SANITIZER reports are printed and every other id is unknown.
+//! SANITIZER reports are printed, DEVMEM lanes get 0 (the device heap's "no
+//! memory") and every other id is unknown.
 //!
 //! Error value: a lane whose request cannot be served (unknown service id,
 //! FUNCTION_CALL with a NULL function, a panic inside a service) gets
@@ -15,7 +16,9 @@
 //! wave always continues. Upstream aborts the process instead.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::devmem::SERVICE_DEVMEM;
 use super::handlers::{self, Handler, Registration};
 use super::layout::SLOT_WORDS;
 use super::packet::HostPacket;
@@ -44,13 +47,19 @@ const MAX_LOGGED_UNKNOWN_IDS: usize = 64;
 pub struct Services {
     printf: PrintfService,
     unknown_logged: spin::Mutex<Vec<u32>>,
+    devmem_unserved_logged: AtomicBool,
     panic_service: Option<u32>,
 }
 
 impl Services {
     pub fn new() -> Services {
         let panic_service = std::env::var(PANIC_SERVICE_ENV).ok().and_then(|v| v.trim().parse::<u32>().ok());
-        Services { printf: PrintfService::new(), unknown_logged: spin::Mutex::new(Vec::new()), panic_service }
+        Services {
+            printf: PrintfService::new(),
+            unknown_logged: spin::Mutex::new(Vec::new()),
+            devmem_unserved_logged: AtomicBool::new(false),
+            panic_service,
+        }
     }
 
     /// Answers one active lane of a packet. Never unwinds: a panic in a
@@ -100,6 +109,7 @@ impl Services {
             match handlers::table().enter(service, buffer_key) {
                 Some(call) => run_handler(call.registration(), packet),
                 None if service == SERVICE_SANITIZER => sanitizer::print_report(packet),
+                None if service == SERVICE_DEVMEM => self.devmem_unserved(packet),
                 None => packet.for_each_active_lane(|_, _, slot| {
                     self.log_unknown(service, buffer_key);
                     slot[0] = ERROR_VALUE;
@@ -131,6 +141,23 @@ impl Services {
                 slot[0] = ERROR_VALUE;
             }
         }
+    }
+
+    /// DEVMEM with no service registered: every lane gets 0, the device
+    /// library's "no memory" (an allocation answered -1 would hand the device
+    /// heap an address it would write to). Logged once.
+    fn devmem_unserved(&self, packet: &mut HostPacket) {
+        // Relaxed: only decides whether to log.
+        if !self.devmem_unserved_logged.swap(true, Ordering::Relaxed) {
+            crate::log!(
+                Level::Error,
+                "hostcall: DEVMEM request (first on buffer {:#x}) but no DEVMEM service is registered \
+                 (amdgpu_dropin_hostcall_devmem_enable or a handler for service 3); its lanes get 0 \
+                 (logged once)",
+                packet.buffer_key()
+            );
+        }
+        packet.for_each_active_lane(|_, _, slot| slot[0] = 0);
     }
 
     fn log_unknown(&self, service: u32, buffer_key: usize) {
@@ -278,12 +305,19 @@ mod tests {
         let mut slot = [0, 9, 9, 9, 9, 9, 9, 9];
         services.serve_lane(0x1000, SERVICE_FUNCTION_CALL, 0, &mut slot);
         assert_eq!(slot, [ERROR_VALUE, 9, 9, 9, 9, 9, 9, 9]);
-        for id in [0u32, 3, 4, 77, u32::MAX] {
-            let mut slot = [5; 8];
-            services.serve_lane(0x1000, id, 3, &mut slot);
-            assert_eq!(slot[0], ERROR_VALUE, "id {id}");
-            assert_eq!(slot[1..], [5; 7]);
+        for id in [0u32, 77, 0x5000_0000, u32::MAX] {
+            let mut packet = HostPacket::new(0x1000, id, 1 << 3);
+            packet.slots[3] = [5; 8];
+            services.serve_packet(&mut packet);
+            assert_eq!(packet.slots[3][0], ERROR_VALUE, "id {id}");
+            assert_eq!(packet.slots[3][1..], [5; 7]);
         }
+        // DEVMEM with no service: 0 (no memory), never an address.
+        let mut packet = HostPacket::new(0x1000, SERVICE_DEVMEM, 0b11);
+        packet.slots[0] = [0, 4096, 0, 0, 0, 0, 0, 0];
+        packet.slots[1] = [0x7000, 0, 0, 0, 0, 0, 0, 0];
+        services.serve_packet(&mut packet);
+        assert_eq!([packet.slots[0][0], packet.slots[1][0]], [0, 0]);
     }
 
     #[test]
@@ -298,5 +332,88 @@ mod tests {
             [sum_and_xor as unsafe extern "C" fn(*mut u64, *const u64) as usize as u64, 1, 1, 1, 1, 1, 1, 1];
         services.serve_lane(0x1000, SERVICE_FUNCTION_CALL, 0, &mut slot);
         assert_eq!(slot[0], 7);
+    }
+
+    unsafe extern "C" fn lane_plus_lane(
+        _user: *mut core::ffi::c_void,
+        _buffer: *mut core::ffi::c_void,
+        _service: u32,
+        lane: u32,
+        slot: *mut u64,
+    ) -> i32 {
+        // SAFETY: called with a live 8-word slot.
+        let slot = unsafe { core::slice::from_raw_parts_mut(slot, 8) };
+        slot[0] += u64::from(lane);
+        slot[1] = 99;
+        if lane == 5 {
+            -1
+        } else {
+            0
+        }
+    }
+
+    unsafe extern "C" fn packet_widening(_user: *mut core::ffi::c_void, packet: *mut HostPacket) -> i32 {
+        // SAFETY: called with a live packet.
+        let packet = unsafe { &mut *packet };
+        packet.activemask = u64::MAX;
+        packet.buffer = core::ptr::null_mut();
+        packet.slots[0][0] = 1;
+        packet.slots[1][0] = 1;
+        2
+    }
+
+    #[test]
+    fn registered_handlers_answer_failures_and_keep_the_header() {
+        let table = handlers::table();
+        let services = Services::new();
+        table.register(5001, None, Handler::Lane { function: lane_plus_lane, user_data: 0 }).unwrap();
+        let mut packet = HostPacket::new(0x1000, 5001, 0b10_0011);
+        packet.slots[0][0] = 10;
+        packet.slots[1][0] = 20;
+        packet.slots[5][0] = 30;
+        services.serve_packet(&mut packet);
+        assert_eq!(packet.slots[0][..2], [10, 99]);
+        assert_eq!(packet.slots[1][..2], [21, 99]);
+        assert_eq!(packet.slots[5][..2], [ERROR_VALUE, 99], "a failed lane gets -1, other words kept");
+        table.unregister(5001, None).unwrap();
+
+        table
+            .register(5002, Some(0x1000), Handler::Packet { function: packet_widening, user_data: 0 })
+            .unwrap();
+        let mut packet = HostPacket::new(0x1000, 5002, 0b01);
+        services.serve_packet(&mut packet);
+        assert_eq!(packet.activemask, 0b01, "the header is restored");
+        assert_eq!(packet.buffer_key(), 0x1000);
+        assert_eq!(packet.slots[0][0], ERROR_VALUE, "failed packet");
+        let mut other = HostPacket::new(0x2000, 5002, 0b01);
+        other.slots[0] = [4; 8];
+        services.serve_packet(&mut other);
+        assert_eq!(other.slots[0][0], ERROR_VALUE, "another buffer: unknown id");
+        assert_eq!(other.slots[0][1..], [4; 7]);
+        table.forget_buffer(0x1000);
+    }
+
+    #[test]
+    fn builtins_cannot_be_registered_and_sanitizer_packets_are_left_alone() {
+        let services = Services::new();
+        let mut packet = HostPacket::new(0x1000, SERVICE_SANITIZER, 0b1);
+        packet.slots[0] = [1, 2, 3, 4, 5, 6, 7, 8];
+        services.serve_packet(&mut packet);
+        assert_eq!(packet.slots[0], [1, 2, 3, 4, 5, 6, 7, 8], "the default only prints");
+        assert!(handlers::table()
+            .register(SERVICE_PRINTF, None, Handler::Lane { function: lane_plus_lane, user_data: 0 })
+            .is_err());
+    }
+
+    #[test]
+    fn a_panic_while_serving_an_extension_packet_answers_every_lane() {
+        let mut services = Services::new();
+        services.panic_service = Some(5003);
+        let mut packet = HostPacket::new(0x1000, 5003, 0b101);
+        services.serve_packet(&mut packet);
+        assert_eq!(
+            [packet.slots[0][0], packet.slots[1][0], packet.slots[2][0]],
+            [ERROR_VALUE, 0, ERROR_VALUE]
+        );
     }
 }

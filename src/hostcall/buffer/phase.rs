@@ -189,7 +189,7 @@ mod model {
     /// A modelled phase-bit buffer with `lanes` lanes per payload.
     #[derive(Clone)]
     pub struct PhaseBuffer {
-        packets_memory: Arc<[Packet]>,
+        packets_memory: Arc<Box<[Packet]>>,
         packets: u32,
         lanes: u32,
     }
@@ -205,7 +205,7 @@ mod model {
                     slots: (0..lanes as usize * SLOT_WORDS).map(|_| UnsafeCell::new(0)).collect(),
                 })
                 .collect();
-            PhaseBuffer { packets_memory: memory.into(), packets, lanes }
+            PhaseBuffer { packets_memory: Arc::new(memory.into_boxed_slice()), packets, lanes }
         }
 
         pub fn base(&self) -> usize {

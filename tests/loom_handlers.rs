@@ -1,0 +1,85 @@
+//! Model checking, with loom, of the handshake between calls of a registered
+//! hostcall handler and its unregistration (`hostcall::call_gate`): once
+//! `retire` has been followed by `in_flight` reading 0, no call is inside and
+//! none can start, so the unregistering thread may free the handler's data.
+//!
+//! Run (separate target dir so the main build is not invalidated):
+//!
+//!     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!         cargo test --release --test loom_handlers
+//!
+//! The handler's data is a loom `UnsafeCell`: a call reading it after the
+//! unregistering thread's "free" (a write) is reported as a data race.
+#![cfg(loom)]
+
+use amdgpu_dropin::hostcall::call_gate::CallGate;
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+struct Shared {
+    gate: CallGate,
+    /// The handler's user data: 1 while registered, 0 once "freed".
+    data: UnsafeCell<u64>,
+    /// Calls that got in.
+    served: AtomicU32,
+}
+
+/// A listener thread making `calls` calls; each that gets in reads the data.
+fn listener(shared: &Shared, calls: u32) {
+    for _ in 0..calls {
+        if shared.gate.enter(0) {
+            // SAFETY: a loom cell; the gate promises no write is concurrent (loom checks it).
+            let value = shared.data.with(|p| unsafe { *p });
+            assert_eq!(value, 1, "a call saw freed data");
+            shared.served.fetch_add(1, Ordering::Relaxed);
+            shared.gate.leave(0);
+        }
+    }
+}
+
+/// The unregistering thread: retire, wait for running calls, free.
+fn unregister(shared: &Shared) {
+    shared.gate.retire();
+    while shared.gate.in_flight(0) > 0 {
+        thread::yield_now();
+    }
+    // SAFETY: a loom cell; no call is inside any more (loom checks it).
+    shared.data.with_mut(|p| unsafe { *p = 0 });
+}
+
+#[test]
+fn unregister_waits_for_a_running_call() {
+    loom::model(|| {
+        let shared =
+            Arc::new(Shared { gate: CallGate::new(), data: UnsafeCell::new(1), served: AtomicU32::new(0) });
+        let caller = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || listener(&shared, 2))
+        };
+        unregister(&shared);
+        caller.join().unwrap();
+        assert!(shared.served.load(Ordering::Relaxed) <= 2);
+    });
+}
+
+#[test]
+fn two_listener_threads_and_an_unregister() {
+    loom::model(|| {
+        let shared =
+            Arc::new(Shared { gate: CallGate::new(), data: UnsafeCell::new(1), served: AtomicU32::new(0) });
+        let callers: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = Arc::clone(&shared);
+                thread::spawn(move || listener(&shared, 1))
+            })
+            .collect();
+        unregister(&shared);
+        for caller in callers {
+            caller.join().unwrap();
+        }
+        // After the unregister no call gets in.
+        assert!(!shared.gate.enter(0));
+    });
+}
