@@ -113,7 +113,10 @@ fn two_waves_share_one_packet() {
 /// scan limit in play.
 #[test]
 fn two_waves_two_packets() {
-    loom::model(|| {
+    // Three spinning threads need more branches than loom's default allows.
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.check(|| {
         let buffer = PhaseBuffer::new_model(2, 1);
         let occupied = bitmap(2);
         let (b1, o1) = (buffer.clone(), Arc::clone(&occupied));

@@ -96,16 +96,18 @@ static uint64_t deadline_after(uint64_t timeout_ns) {
 
 bool device_sim_phase_set_bit(void* buffer, uint32_t index) {
   uint32_t bit = 1u << (index % 32);
-  /* Relaxed, as the device library: the bit arbitrates between waves only. */
+  /* Acquire (the device library uses relaxed and relies on the GPU's
+   * coherent device-scope atomics): pairs with the previous owner's release
+   * in clear_bit, so its accesses to the packet happen before ours. */
   uint32_t before = atomic_fetch_or_explicit(&device_sim_phase_occupied(buffer)[index / 32], bit,
-                                             memory_order_relaxed);
+                                             memory_order_acquire);
   return (before & bit) != 0;
 }
 
 void device_sim_phase_clear_bit(void* buffer, uint32_t index) {
-  /* Relaxed, as the device library (the answer was already read). */
+  /* Release: see set_bit. */
   atomic_fetch_and_explicit(&device_sim_phase_occupied(buffer)[index / 32], ~(1u << (index % 32)),
-                            memory_order_relaxed);
+                            memory_order_release);
 }
 
 int device_sim_phase_claim(void* buffer, uint32_t* index_out, uint64_t timeout_ns) {

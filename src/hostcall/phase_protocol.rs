@@ -192,9 +192,11 @@ pub mod device {
     pub fn claim(buffer: &PhaseBuffer, occupied: &[AtomicU32]) -> Option<PhaseIndex> {
         for i in 0..buffer.packets() {
             let (word, bit) = ((i / 32) as usize, 1u32 << (i % 32));
-            // Relaxed: the bit only arbitrates between waves; the packet's
-            // contents are ordered by the phase handshake.
-            if occupied[word].fetch_or(bit, Ordering::Relaxed) & bit != 0 {
+            // Acquire (the device library uses relaxed and relies on the
+            // GPU's coherent device-scope atomics): pairs with the previous
+            // owner's release in `release`, so its accesses to the packet
+            // happen before ours. The host never touches the bitmap.
+            if occupied[word].fetch_or(bit, Ordering::Acquire) & bit != 0 {
                 continue;
             }
             let index = buffer.index(i)?;
@@ -244,10 +246,10 @@ pub mod device {
         buffer.read_slot(index, lane)
     }
 
-    /// Clears the occupancy bit (relaxed, as the device library).
+    /// Clears the occupancy bit (release; see `claim`).
     pub fn release(occupied: &[AtomicU32], index: PhaseIndex) {
         let i = index.get();
-        occupied[(i / 32) as usize].fetch_and(!(1u32 << (i % 32)), Ordering::Relaxed);
+        occupied[(i / 32) as usize].fetch_and(!(1u32 << (i % 32)), Ordering::Release);
     }
 }
 
