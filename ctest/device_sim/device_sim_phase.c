@@ -110,37 +110,47 @@ void device_sim_phase_clear_bit(void* buffer, uint32_t index) {
                             memory_order_release);
 }
 
+/* Tries to claim packet i: its bit was clear and its phases are equal. */
+static bool try_claim_one(void* buffer, uint32_t i) {
+  if (device_sim_phase_set_bit(buffer, i)) return false;
+  /* Relaxed for both, as the device library: a packet whose phases differ
+   * is still the host's, so give the bit back and move on. */
+  uint32_t device = atomic_load_explicit(device_sim_phase_device(buffer, i), memory_order_relaxed);
+  uint32_t host = atomic_load_explicit(device_sim_phase_host(buffer, i), memory_order_relaxed);
+  if (device != host) {
+    device_sim_phase_clear_bit(buffer, i);
+    return false;
+  }
+  /* Acquire fence: the host's last accesses to this packet (released by its
+   * host-phase store) happen-before our writes to it. The device library
+   * gets this from the hardware; C11 needs the fence. */
+  atomic_thread_fence(memory_order_acquire);
+  return true;
+}
+
+bool device_sim_phase_try_claim(void* buffer, uint32_t* index_out) {
+  uint32_t packets = device_sim_phase_prefix(buffer)->num_packets;
+  for (uint32_t i = 0; i < packets; ++i) {
+    if (try_claim_one(buffer, i)) {
+      *index_out = i;
+      return true;
+    }
+  }
+  return false;
+}
+
 int device_sim_phase_claim(void* buffer, uint32_t* index_out, uint64_t timeout_ns) {
   if (buffer == NULL || index_out == NULL) return DEVICE_SIM_ERR_ARGUMENT;
-  uint32_t packets = device_sim_phase_prefix(buffer)->num_packets;
-  if (packets == 0) return DEVICE_SIM_ERR_ARGUMENT;
+  if (device_sim_phase_prefix(buffer)->num_packets == 0) return DEVICE_SIM_ERR_ARGUMENT;
   uint64_t deadline = deadline_after(timeout_ns);
   uint32_t iteration = 0;
-  for (uint32_t i = 0;; ++i) {
-    if (i >= packets) {
-      i = 0;
-      if (device_sim_now_ns() > deadline) return DEVICE_SIM_ERR_NO_PACKET;
-    }
-    if (device_sim_phase_set_bit(buffer, i)) {
-      /* Taken: the device library sleeps briefly and moves on. */
-      wait_step(iteration++);
-      continue;
-    }
-    /* Relaxed for both, as the device library: a packet whose phases differ
-     * is still the host's, so give the bit back and move on. */
-    uint32_t device = atomic_load_explicit(device_sim_phase_device(buffer, i), memory_order_relaxed);
-    uint32_t host = atomic_load_explicit(device_sim_phase_host(buffer, i), memory_order_relaxed);
-    if (device != host) {
-      device_sim_phase_clear_bit(buffer, i);
-      continue;
-    }
-    /* Acquire fence: the host's last accesses to this packet (released by its
-     * host-phase store) happen-before our writes to it. The device library
-     * gets this from the hardware; C11 needs the fence. */
-    atomic_thread_fence(memory_order_acquire);
-    *index_out = i;
-    return DEVICE_SIM_OK;
+  /* The device library scans from packet 0, wrapping, sleeping briefly when
+   * a pass found nothing. */
+  while (!device_sim_phase_try_claim(buffer, index_out)) {
+    if (device_sim_now_ns() > deadline) return DEVICE_SIM_ERR_NO_PACKET;
+    wait_step(iteration++);
   }
+  return DEVICE_SIM_OK;
 }
 
 void device_sim_phase_fill(void* buffer, uint32_t index, uint32_t service, uint64_t activemask,
@@ -202,19 +212,23 @@ uint64_t device_sim_phase_throttled(void) {
   return atomic_load_explicit(&throttled, memory_order_relaxed);
 }
 
+bool device_sim_phase_is_answered(void* buffer, uint32_t index) {
+  /* Acquire on both, as the device library: pairs with the host's release
+   * store of the host phase, so the answer words are visible. */
+  uint32_t device = atomic_load_explicit(device_sim_phase_device(buffer, index), memory_order_acquire);
+  uint32_t host = atomic_load_explicit(device_sim_phase_host(buffer, index), memory_order_acquire);
+  return device == host;
+}
+
 int device_sim_phase_wait_answered(void* buffer, uint32_t index, uint64_t timeout_ns) {
   if (buffer == NULL) return DEVICE_SIM_ERR_ARGUMENT;
   uint64_t deadline = deadline_after(timeout_ns);
   uint32_t iteration = 0;
-  for (;;) {
-    /* Acquire on both, as the device library: pairs with the host's release
-     * store of the host phase, so the answer words are visible. */
-    uint32_t device = atomic_load_explicit(device_sim_phase_device(buffer, index), memory_order_acquire);
-    uint32_t host = atomic_load_explicit(device_sim_phase_host(buffer, index), memory_order_acquire);
-    if (device == host) return DEVICE_SIM_OK;
+  while (!device_sim_phase_is_answered(buffer, index)) {
     if ((iteration & 15) == 15 && device_sim_now_ns() > deadline) return DEVICE_SIM_ERR_TIMEOUT;
     wait_step(iteration++);
   }
+  return DEVICE_SIM_OK;
 }
 
 void device_sim_phase_read_results(void* buffer, uint32_t index, uint64_t activemask,

@@ -5,8 +5,8 @@
  * Per call, as the device library does it (the first active lane acts for
  * the wave):
  *
- *   1. claim: for i = 0, 1, ... (wrapping at num_packets, sleeping a little
- *      after a taken bit): fetch_or bit i%32 of occupied[i/32] (relaxed);
+ *   1. claim: for i = 0, 1, ... (wrapping at num_packets, pausing after a
+ *      pass that found nothing): fetch_or bit i%32 of occupied[i/32] (relaxed);
  *      if the bit was already set, try the next packet; if it was clear but
  *      device_phase[i] != host_phase[i] (the host still owns the packet),
  *      clear the bit again and try the next one;
@@ -149,6 +149,11 @@ int device_sim_phase_wait_answered(void* buffer, uint32_t index, uint64_t timeou
 /* Step 6. */
 void device_sim_phase_read_results(void* buffer, uint32_t index, uint64_t activemask,
                                    uint64_t lanes[64][8]);
+/* Non-blocking steps for a driver that plays many waves on one thread:
+ * one pass of step 1 (true and *index_out when a packet was claimed), and
+ * step 5 without waiting (true once the host handed packet `index` back). */
+bool device_sim_phase_try_claim(void* buffer, uint32_t* index_out);
+bool device_sim_phase_is_answered(void* buffer, uint32_t index);
 /* Number of doorbell rings and of rings skipped by the throttle so far. */
 uint64_t device_sim_phase_rings(void);
 uint64_t device_sim_phase_throttled(void);
