@@ -249,25 +249,24 @@ int device_sim_wait_ready_stack_empty(void* buffer, uint64_t timeout_ns) {
   return DEVICE_SIM_OK;
 }
 
+/* One call in either protocol (defined with the wave drivers below). */
+static int phase_call(void* buffer, uint32_t service, uint64_t activemask, uint64_t lanes_in[64][8],
+                      uint64_t lanes_out[64][8], bool canaries, uint64_t timeout_ns, bool* touched);
+static int wave_call(void* buffer, uint32_t service, uint64_t activemask, uint64_t lanes_in[64][8],
+                     uint64_t lanes_out[64][8], bool canaries, uint64_t timeout_ns, bool* touched);
+
 int device_sim_hostcall(void* buffer, uint32_t service, uint64_t activemask,
                         uint64_t lanes[64][8], uint64_t timeout_ns) {
   if (buffer == NULL || (lanes == NULL && activemask != 0)) return DEVICE_SIM_ERR_ARGUMENT;
-  if (device_sim_phase_is_attached(buffer)) {
-    return device_sim_phase_hostcall(buffer, service, activemask, lanes, timeout_ns);
-  }
-  uint64_t deadline = deadline_after(timeout_ns);
-  uint64_t ptr = 0;
-  int rc = device_sim_pop_free(buffer, &ptr, timeout_ns);
-  if (rc != DEVICE_SIM_OK) return rc;
-  device_sim_fill(buffer, ptr, service, activemask, (const uint64_t(*)[8])lanes);
-  device_sim_push_ready(buffer, ptr);
-  device_sim_ring_doorbell(buffer);
-  uint64_t now = device_sim_now_ns();
-  rc = device_sim_wait_served(buffer, ptr, deadline > now ? deadline - now : 1);
-  if (rc != DEVICE_SIM_OK) return rc;
-  if (activemask != 0) device_sim_read_results(buffer, ptr, activemask, lanes);
-  device_sim_push_free(buffer, ptr);
-  return DEVICE_SIM_OK;
+  bool touched = false;
+  return wave_call(buffer, service, activemask, lanes, lanes, false, timeout_ns, &touched);
+}
+
+int device_sim_phase_hostcall(void* buffer, uint32_t service, uint64_t activemask,
+                              uint64_t lanes[64][8], uint64_t timeout_ns) {
+  if (buffer == NULL || (lanes == NULL && activemask != 0)) return DEVICE_SIM_ERR_ARGUMENT;
+  bool touched = false;
+  return phase_call(buffer, service, activemask, lanes, lanes, false, timeout_ns, &touched);
 }
 
 /* ---- FUNCTION_CALL helpers ---------------------------------------------- */
@@ -432,45 +431,49 @@ static bool canaries_touched(const device_sim_payload_t* payload, uint64_t activ
   return false;
 }
 
-/* One call of a wave driver in the buffer's protocol: results land in
+/* One phase-bit call (device_sim_phase.h steps 1-7): results land in
  * lanes_out[..][0..1]; with `canaries`, the inactive lanes' slots are
- * checked for host writes (*touched). */
+ * checked for host writes (*touched). lanes_in may equal lanes_out. */
+static int phase_call(void* buffer, uint32_t service, uint64_t activemask, uint64_t lanes_in[64][8],
+                      uint64_t lanes_out[64][8], bool canaries, uint64_t timeout_ns, bool* touched) {
+  uint64_t deadline = device_sim_now_ns() + (timeout_ns ? timeout_ns : DEFAULT_TIMEOUT_NS);
+  uint32_t index = 0;
+  int rc = device_sim_phase_claim(buffer, &index, timeout_ns);
+  if (rc != DEVICE_SIM_OK) return rc;
+  device_sim_payload_t* payload = device_sim_phase_payload(buffer, index);
+  if (canaries) write_canaries(payload, activemask);
+  device_sim_phase_fill(buffer, index, service, activemask, (const uint64_t(*)[8])lanes_in);
+  device_sim_phase_flip(buffer, index);
+  device_sim_phase_ring_throttled(buffer);
+  uint64_t now = device_sim_now_ns();
+  rc = device_sim_phase_wait_answered(buffer, index, deadline > now ? deadline - now : 1);
+  if (rc != DEVICE_SIM_OK) return rc;
+  if (activemask != 0) device_sim_phase_read_results(buffer, index, activemask, lanes_out);
+  if (canaries) *touched = canaries_touched(payload, activemask);
+  device_sim_phase_clear_bit(buffer, index);
+  return DEVICE_SIM_OK;
+}
+
+/* One call in the buffer's protocol (phase-bit if attached, else classic:
+ * steps 1-7 of device_sim.h), as phase_call. */
 static int wave_call(void* buffer, uint32_t service, uint64_t activemask, uint64_t lanes_in[64][8],
                      uint64_t lanes_out[64][8], bool canaries, uint64_t timeout_ns, bool* touched) {
-  uint64_t deadline = device_sim_now_ns() + (timeout_ns ? timeout_ns : DEFAULT_TIMEOUT_NS);
-  const uint64_t(*in)[8] = (const uint64_t(*)[8])lanes_in;
-  device_sim_payload_t* payload;
-  int rc;
-  uint64_t now;
   if (device_sim_phase_is_attached(buffer)) {
-    uint32_t index = 0;
-    rc = device_sim_phase_claim(buffer, &index, timeout_ns);
-    if (rc != DEVICE_SIM_OK) return rc;
-    payload = device_sim_phase_payload(buffer, index);
-    if (canaries) write_canaries(payload, activemask);
-    device_sim_phase_fill(buffer, index, service, activemask, in);
-    device_sim_phase_flip(buffer, index);
-    device_sim_phase_ring_throttled(buffer);
-    now = device_sim_now_ns();
-    rc = device_sim_phase_wait_answered(buffer, index, deadline > now ? deadline - now : 1);
-    if (rc != DEVICE_SIM_OK) return rc;
-    device_sim_phase_read_results(buffer, index, activemask, lanes_out);
-    if (canaries) *touched = canaries_touched(payload, activemask);
-    device_sim_phase_clear_bit(buffer, index);
-    return DEVICE_SIM_OK;
+    return phase_call(buffer, service, activemask, lanes_in, lanes_out, canaries, timeout_ns, touched);
   }
+  uint64_t deadline = device_sim_now_ns() + (timeout_ns ? timeout_ns : DEFAULT_TIMEOUT_NS);
   uint64_t ptr = 0;
-  rc = device_sim_pop_free(buffer, &ptr, timeout_ns);
+  int rc = device_sim_pop_free(buffer, &ptr, timeout_ns);
   if (rc != DEVICE_SIM_OK) return rc;
-  payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
+  device_sim_payload_t* payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
   if (canaries) write_canaries(payload, activemask);
-  device_sim_fill(buffer, ptr, service, activemask, in);
+  device_sim_fill(buffer, ptr, service, activemask, (const uint64_t(*)[8])lanes_in);
   device_sim_push_ready(buffer, ptr);
   device_sim_ring_doorbell(buffer);
-  now = device_sim_now_ns();
+  uint64_t now = device_sim_now_ns();
   rc = device_sim_wait_served(buffer, ptr, deadline > now ? deadline - now : 1);
   if (rc != DEVICE_SIM_OK) return rc;
-  device_sim_read_results(buffer, ptr, activemask, lanes_out);
+  if (activemask != 0) device_sim_read_results(buffer, ptr, activemask, lanes_out);
   if (canaries) *touched = canaries_touched(payload, activemask);
   device_sim_push_free(buffer, ptr);
   return DEVICE_SIM_OK;

@@ -241,21 +241,3 @@ void device_sim_phase_read_results(void* buffer, uint32_t index, uint64_t active
     }
   }
 }
-
-int device_sim_phase_hostcall(void* buffer, uint32_t service, uint64_t activemask,
-                              uint64_t lanes[64][8], uint64_t timeout_ns) {
-  if (buffer == NULL || (lanes == NULL && activemask != 0)) return DEVICE_SIM_ERR_ARGUMENT;
-  uint64_t deadline = deadline_after(timeout_ns);
-  uint32_t index = 0;
-  int rc = device_sim_phase_claim(buffer, &index, timeout_ns);
-  if (rc != DEVICE_SIM_OK) return rc;
-  device_sim_phase_fill(buffer, index, service, activemask, (const uint64_t(*)[8])lanes);
-  device_sim_phase_flip(buffer, index);
-  device_sim_phase_ring_throttled(buffer);
-  uint64_t now = device_sim_now_ns();
-  rc = device_sim_phase_wait_answered(buffer, index, deadline > now ? deadline - now : 1);
-  if (rc != DEVICE_SIM_OK) return rc;
-  if (activemask != 0) device_sim_phase_read_results(buffer, index, activemask, lanes);
-  device_sim_phase_clear_bit(buffer, index);
-  return DEVICE_SIM_OK;
-}
