@@ -32,6 +32,9 @@
 //! };
 //! ```
 //!
+//! Payloads are aligned like the classic ones: to the payload's alignment (8),
+//! which is what the ROCm runtime's placement code uses for both protocols.
+//!
 //! The occupancy bitmap (`ceil(n / 32)` 32-bit words, bit `i % 32` of word
 //! `i / 32` for packet `i`) lives outside the buffer, in memory the caller
 //! allocates (device memory on a GPU) and zeroes before enabling. Only device

@@ -16,6 +16,11 @@
 //!   0: the device protocol needs n ≥ 2 (upstream assumes it silently).
 //! * NULL or not 8-aligned buffer, or a range that wraps the address space →
 //!   false.
+//! * Phase-bit buffers (`enable_with`, `Protocol::PhaseBit`): one packet is
+//!   enough (no tagged pointers); the occupancy bitmap must be non-NULL and
+//!   4-aligned, and is never read or written by the host (only its address
+//!   goes into the buffer). Disabling works the same for both protocols; the
+//!   abandoned-request warning counts packets whose phases differ.
 //! * Enabling a buffer that is already enabled → false, logged; the first
 //!   registration stays intact and the buffer is not re-initialized (waves may
 //!   be using it). A buffer overlapping another enabled buffer → false.
