@@ -16,7 +16,8 @@
 #![cfg(loom)]
 
 use amdgpu_dropin::hostcall::buffer::phase::PhaseBuffer;
-use amdgpu_dropin::hostcall::phase_protocol::{device, serve_phases, ScanLimit};
+use amdgpu_dropin::hostcall::packet::Packet;
+use amdgpu_dropin::hostcall::phase_protocol::{device, serve_phases, PendingPhasePacket, ScanLimit};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -24,8 +25,8 @@ use loom::thread;
 const LANES: u32 = 2;
 
 /// The modelled service: slot[0] += 100, slot[1] = service id.
-fn serve(packet: &mut amdgpu_dropin::hostcall::packet::HostPacket) {
-    packet.for_each_active_lane(|service, _, slot| {
+fn serve(packet: &mut PendingPhasePacket<'_>) {
+    packet.serve_lanes(|service, _, slot| {
         slot[0] += 100;
         slot[1] = u64::from(service);
     });

@@ -48,13 +48,6 @@ static hsa_status_t find_pools(hsa_amd_memory_pool_t pool, void* data) {
   return HSA_STATUS_SUCCESS;
 }
 
-static uint64_t live_blocks(void) {
-  hsa_sim_live_t live;
-  memset(&live, 0, sizeof(live));
-  hsa_sim_get_live(&live);
-  return live.pool_allocations;
-}
-
 /* One DEVMEM request from lane `lane` only; returns the answer. */
 static uint64_t request(void* buffer, uint32_t lane, uint64_t address, uint64_t size) {
   uint64_t addresses[64] = {0}, sizes[64] = {0}, answers[64] = {0};
@@ -84,7 +77,7 @@ static void test_pool_checks(void) {
 static void test_default_service(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
   HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
-  const uint64_t base = live_blocks();
+  const uint64_t base = hc_live_pool_blocks();
   HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
   HC_CHECK(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED, "twice");
   hsa_sim_reset_call_counts();
@@ -101,8 +94,8 @@ static void test_default_service(void) {
   }
   HC_REQUIRE(usable, "every lane got memory");
   HC_CHECK(distinct, "distinct blocks");
-  HC_CHECK(live_blocks() == base + 64, "%llu live blocks (want %llu)",
-           (unsigned long long)live_blocks(), (unsigned long long)(base + 64));
+  HC_CHECK(hc_live_pool_blocks() == base + 64, "%llu live blocks (want %llu)",
+           (unsigned long long)hc_live_pool_blocks(), (unsigned long long)(base + 64));
   HC_CHECK(hsa_sim_call_count("hsa_amd_agents_allow_access") == 64, "access granted per block");
   for (int lane = 0; lane < 64; ++lane) {
     HC_CHECK(hsa_sim_pool_block_accessible((void*)(uintptr_t)answers[lane], g_gpu), "lane %d", lane);
@@ -116,14 +109,14 @@ static void test_default_service(void) {
   HC_REQUIRE(device_sim_devmem_request(buffer, 0xFFFFFFFFull, frees, zero, freed, TIMEOUT_NS) ==
                  DEVICE_SIM_OK, "free x32");
   for (int lane = 0; lane < 32; ++lane) HC_CHECK(freed[lane] == 0, "free answer lane %d", lane);
-  HC_CHECK(live_blocks() == base + 32, "after frees: %llu", (unsigned long long)live_blocks());
+  HC_CHECK(hc_live_pool_blocks() == base + 32, "after frees: %llu", (unsigned long long)hc_live_pool_blocks());
 
   /* Unknown address, double free, malformed, too large: answered 0, no change. */
   HC_CHECK(request(buffer, 5, 0x123456789000ull, 0) == 0, "unknown address");
   HC_CHECK(request(buffer, 6, answers[0], 0) == 0, "double free");
   HC_CHECK(request(buffer, 7, 0, 0) == 0, "address 0 and size 0");
   HC_CHECK(request(buffer, 8, 0, 1ull << 62) == 0, "larger than the pool");
-  HC_CHECK(live_blocks() == base + 32, "nothing changed: %llu", (unsigned long long)live_blocks());
+  HC_CHECK(hc_live_pool_blocks() == base + 32, "nothing changed: %llu", (unsigned long long)hc_live_pool_blocks());
   HC_CHECK(hsa_sim_call_count("hsa_amd_memory_pool_free") == 32, "only known blocks freed: %llu",
            (unsigned long long)hsa_sim_call_count("hsa_amd_memory_pool_free"));
 
@@ -132,21 +125,21 @@ static void test_default_service(void) {
   HC_CHECK(request(buffer, 9, 0, 4096) == 0, "failed access grant answers 0");
   hsa_sim_fail_nth_call("hsa_amd_memory_pool_allocate", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   HC_CHECK(request(buffer, 10, 0, 4096) == 0, "failed allocation answers 0");
-  HC_CHECK(live_blocks() == base + 32, "no block left by the failures: %llu",
-           (unsigned long long)live_blocks());
+  HC_CHECK(hc_live_pool_blocks() == base + 32, "no block left by the failures: %llu",
+           (unsigned long long)hc_live_pool_blocks());
 
   /* Disabling the buffer frees what its requests left. */
   hc_disable(buffer, NULL);
-  HC_CHECK(live_blocks() == base, "after disable: %llu (want %llu)", (unsigned long long)live_blocks(),
+  HC_CHECK(hc_live_pool_blocks() == base, "after disable: %llu (want %llu)", (unsigned long long)hc_live_pool_blocks(),
            (unsigned long long)base);
 
   /* The service (for every buffer) stays; unregistering it frees the rest. */
   HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "re-enable");
   uint64_t again = request(buffer, 0, 0, 65536);
-  HC_CHECK(again != 0 && live_blocks() == base + 1, "allocation after re-enable");
+  HC_CHECK(again != 0 && hc_live_pool_blocks() == base + 1, "allocation after re-enable");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
-  HC_CHECK(live_blocks() == base, "unregister freed the rest: %llu", (unsigned long long)live_blocks());
+  HC_CHECK(hc_live_pool_blocks() == base, "unregister freed the rest: %llu", (unsigned long long)hc_live_pool_blocks());
   HC_CHECK(request(buffer, 0, 0, 64) == 0, "no DEVMEM service any more: 0 (no memory), never -1");
   hc_disable_and_free(buffer);
 }
@@ -161,7 +154,7 @@ static void test_buffer_scope_and_runtime_handler(void) {
   void* a = hc_alloc_buffer(PACKETS);
   void* b = hc_alloc_buffer(PACKETS);
   HC_REQUIRE(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
-  const uint64_t base = live_blocks();
+  const uint64_t base = hc_live_pool_blocks();
   /* A runtime with its own memory objects serves DEVMEM itself. */
   HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(DEVMEM, NULL, runtime_devmem, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "runtime handler");
@@ -169,11 +162,11 @@ static void test_buffer_scope_and_runtime_handler(void) {
            "the default cannot replace it");
   HC_REQUIRE(enable_devmem(a) == AMDGPU_DROPIN_HOSTCALL_OK, "default for A only");
   uint64_t on_a = request(a, 3, 0, 8192);
-  HC_CHECK(on_a != 0 && on_a != 0x5000 + 8192 && live_blocks() == base + 1, "A: default service");
+  HC_CHECK(on_a != 0 && on_a != 0x5000 + 8192 && hc_live_pool_blocks() == base + 1, "A: default service");
   HC_CHECK(request(b, 3, 0, 8192) == 0x5000 + 8192, "B: the runtime's handler");
   /* Disabling A frees its block and ends A's service. */
   hc_disable(a, NULL);
-  HC_CHECK(live_blocks() == base, "A's block freed on disable");
+  HC_CHECK(hc_live_pool_blocks() == base, "A's block freed on disable");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, a) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "A's service ended with A");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
@@ -216,7 +209,7 @@ static void test_concurrent_waves(void) {
   void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
   HC_REQUIRE(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
              "enable");
-  const uint64_t base = live_blocks();
+  const uint64_t base = hc_live_pool_blocks();
   HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
   pthread_t threads[4];
   wave_arg_t args[4];
@@ -230,7 +223,7 @@ static void test_concurrent_waves(void) {
     failures += args[i].failures;
   }
   HC_CHECK(failures == 0, "%d failed requests", failures);
-  HC_CHECK(live_blocks() == base, "leak: %llu live blocks (want %llu)", (unsigned long long)live_blocks(),
+  HC_CHECK(hc_live_pool_blocks() == base, "leak: %llu live blocks (want %llu)", (unsigned long long)hc_live_pool_blocks(),
            (unsigned long long)base);
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");

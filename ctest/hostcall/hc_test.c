@@ -49,12 +49,16 @@ void hc_hsa_init(void) {
   }
 }
 
-uint64_t hc_live_signals(void) {
+static hsa_sim_live_t live_objects(void) {
   hsa_sim_live_t live;
   memset(&live, 0, sizeof(live));
   hsa_sim_get_live(&live);
-  return live.signals;
+  return live;
 }
+
+uint64_t hc_live_signals(void) { return live_objects().signals; }
+
+uint64_t hc_live_pool_blocks(void) { return live_objects().pool_allocations; }
 #endif
 
 static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }

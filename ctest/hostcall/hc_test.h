@@ -89,6 +89,8 @@ int hc_thread_count(void);
 int hc_wait_thread_count(int expected, uint32_t timeout_ms);
 /* Live HSA signals of the software runtime. */
 uint64_t hc_live_signals(void);
+/* Live memory pool blocks (hsa_amd_memory_pool_allocate) of the software runtime. */
+uint64_t hc_live_pool_blocks(void);
 
 /* Child processes. A test binary runs a named case in a fresh child by
  * re-executing itself: `hc_child_main(argc, argv, cases)` at the top of main

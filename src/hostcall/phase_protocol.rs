@@ -38,7 +38,8 @@
 //!   rescan on timeout, not the ring, guarantee progress.
 
 use super::buffer::phase::{PhaseBuffer, PhaseIndex};
-use super::packet::HostPacket;
+use super::layout::SLOT_WORDS;
+use super::packet::{HostPacket, Packet};
 use super::sync::{fence, Ordering};
 
 /// A narrowed scan is widened to the whole buffer at least this often, so a
@@ -85,7 +86,7 @@ pub fn serve_phases<S, K>(
     mut keep_going: K,
 ) -> PhaseStats
 where
-    S: FnMut(&mut HostPacket),
+    S: FnMut(&mut PendingPhasePacket<'_>),
     K: FnMut() -> bool,
 {
     let packets = buffer.packets();
@@ -116,7 +117,7 @@ fn serve_range<S, K>(
     stats: &mut PhaseStats,
 ) -> Option<u32>
 where
-    S: FnMut(&mut HostPacket),
+    S: FnMut(&mut PendingPhasePacket<'_>),
     K: FnMut() -> bool,
 {
     let mut highest = None;
@@ -146,20 +147,65 @@ where
     highest
 }
 
+/// A pending phase-bit packet, as the services see it (`Packet`): its header,
+/// and its lanes in device memory one by one or as a whole-packet host copy.
+pub struct PendingPhasePacket<'a> {
+    buffer: &'a PhaseBuffer,
+    index: PhaseIndex,
+    service: u32,
+    activemask: u64,
+}
+
+impl PendingPhasePacket<'_> {
+    fn active_lanes(&self) -> impl Iterator<Item = u32> {
+        let mut mask = self.activemask;
+        core::iter::from_fn(move || {
+            (mask != 0).then(|| {
+                let lane = mask.trailing_zeros();
+                mask &= mask - 1;
+                lane
+            })
+        })
+    }
+}
+
+impl Packet for PendingPhasePacket<'_> {
+    fn service(&self) -> u32 {
+        self.service
+    }
+
+    fn buffer_key(&self) -> usize {
+        self.buffer.base()
+    }
+
+    fn serve_lanes<F: FnMut(u32, u32, &mut [u64; SLOT_WORDS])>(&mut self, mut serve: F) {
+        for lane in self.active_lanes() {
+            let mut slot = self.buffer.read_slot(self.index, lane);
+            serve(self.service, lane, &mut slot);
+            self.buffer.write_slot(self.index, lane, &slot);
+        }
+    }
+
+    fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {
+        let mut packet = HostPacket::new(self.buffer.base(), self.service, self.activemask);
+        for lane in self.active_lanes() {
+            packet.slots[lane as usize] = self.buffer.read_slot(self.index, lane);
+        }
+        serve(&mut packet);
+        // Only the lanes the wave sent, whatever the service did to the copy's header.
+        for lane in self.active_lanes() {
+            self.buffer.write_slot(self.index, lane, &packet.slots[lane as usize]);
+        }
+    }
+}
+
 /// Serves one pending packet and hands it back (host phase := `device`).
 fn serve_packet<S>(buffer: &PhaseBuffer, index: PhaseIndex, device: u32, serve: &mut S)
 where
-    S: FnMut(&mut HostPacket),
+    S: FnMut(&mut PendingPhasePacket<'_>),
 {
     let (activemask, service) = buffer.read_header(index);
-    let mut packet = HostPacket::new(buffer.base(), service, activemask);
-    for lane in packet.active_lanes() {
-        packet.slots[lane as usize] = buffer.read_slot(index, lane);
-    }
-    serve(&mut packet);
-    for lane in packet.active_lanes() {
-        buffer.write_slot(index, lane, &packet.slots[lane as usize]);
-    }
+    serve(&mut PendingPhasePacket { buffer, index, service, activemask });
     // Release: publishes the answers to the wave's acquire load of the host
     // phase, and orders every access above before the wave reuses the packet.
     buffer.host_phase(index).store(device, Ordering::Release);
@@ -276,8 +322,8 @@ mod tests {
         Fixture { _mem: mem, buffer, occupied }
     }
 
-    fn add_100(packet: &mut HostPacket) {
-        packet.for_each_active_lane(|service, _, slot| {
+    fn add_100(packet: &mut PendingPhasePacket<'_>) {
+        packet.serve_lanes(|service, _, slot| {
             slot[0] += 100;
             slot[1] = u64::from(service);
         });

@@ -40,10 +40,8 @@
 //! the walk: every packet is served at most once per detach.
 
 use super::buffer::{DeviceBuffer, PacketIndex};
-#[cfg(any(test, loom))]
-use super::layout;
-use super::layout::CONTROL_READY;
-use super::packet::HostPacket;
+use super::layout::{self, CONTROL_READY};
+use super::packet::{HostPacket, Packet};
 use super::sync::{fence, AtomicBool, Ordering};
 
 /// What one `drain_ready` call did.
@@ -80,15 +78,15 @@ where
     S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
     K: FnMut() -> bool,
 {
-    drain_ready_packets(buffer, |packet| packet.for_each_active_lane(&mut serve), keep_going)
+    drain_ready_packets(buffer, |packet| packet.serve_lanes(&mut serve), keep_going)
 }
 
-/// As `drain_ready`, a whole packet at a time: `serve` gets a host copy of
-/// the packet (service, active mask, the active lanes' words) and leaves the
-/// answers in it; the active lanes are copied back before READY is cleared.
+/// As `drain_ready`, a packet at a time: `serve` gets the packet (its header,
+/// and its lanes one by one or as a whole-packet host copy, `Packet`); READY
+/// is cleared after it returns.
 pub fn drain_ready_packets<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
 where
-    S: FnMut(&mut HostPacket),
+    S: FnMut(&mut PendingPacket<'_>),
     K: FnMut() -> bool,
 {
     let mut stats = DrainStats::default();
@@ -134,24 +132,60 @@ where
     stats
 }
 
-/// Serves one packet (copied out, answered, active lanes copied back), then
-/// hands it back to the wave.
+/// A packet detached from the ready stack and not yet handed back.
+pub struct PendingPacket<'a> {
+    buffer: &'a DeviceBuffer,
+    index: PacketIndex,
+    service: u32,
+    activemask: u64,
+}
+
+impl Packet for PendingPacket<'_> {
+    fn service(&self) -> u32 {
+        self.service
+    }
+
+    fn buffer_key(&self) -> usize {
+        self.buffer.base()
+    }
+
+    fn serve_lanes<F: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS])>(&mut self, mut serve: F) {
+        let mut mask = self.activemask;
+        while mask != 0 {
+            let lane = mask.trailing_zeros();
+            mask &= mask - 1;
+            let mut slot = self.buffer.read_slot(self.index, lane);
+            serve(self.service, lane, &mut slot);
+            self.buffer.write_slot(self.index, lane, &slot);
+        }
+    }
+
+    fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {
+        let mut packet = HostPacket::new(self.buffer.base(), self.service, self.activemask);
+        for lane in packet.active_lanes() {
+            packet.slots[lane as usize] = self.buffer.read_slot(self.index, lane);
+        }
+        serve(&mut packet);
+        // Only the lanes the wave sent, whatever the service did to the copy's header.
+        let mut mask = self.activemask;
+        while mask != 0 {
+            let lane = mask.trailing_zeros();
+            mask &= mask - 1;
+            self.buffer.write_slot(self.index, lane, &packet.slots[lane as usize]);
+        }
+    }
+}
+
+/// Serves one packet, then hands it back to the wave.
 fn serve_packet<S>(buffer: &DeviceBuffer, index: PacketIndex, serve: &mut S)
 where
-    S: FnMut(&mut HostPacket),
+    S: FnMut(&mut PendingPacket<'_>),
 {
     // Relaxed: header fields written before the push, visible through the
     // acquire swap in `drain_ready`.
     let activemask = buffer.activemask(index).load(Ordering::Relaxed);
     let service = buffer.service(index).load(Ordering::Relaxed);
-    let mut packet = HostPacket::new(buffer.base(), service, activemask);
-    for lane in packet.active_lanes() {
-        packet.slots[lane as usize] = buffer.read_slot(index, lane);
-    }
-    serve(&mut packet);
-    for lane in packet.active_lanes() {
-        buffer.write_slot(index, lane, &packet.slots[lane as usize]);
-    }
+    serve(&mut PendingPacket { buffer, index, service, activemask });
     // Release: publishes the answer words to the wave, whose acquire load that
     // sees READY clear pairs with this; also orders our `next` read and every
     // payload access before the wave's reuse of the packet.

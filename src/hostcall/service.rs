@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::devmem::SERVICE_DEVMEM;
 use super::handlers::{self, Handler, Registration};
 use super::layout::SLOT_WORDS;
-use super::packet::HostPacket;
+use super::packet::{HostPacket, Packet};
 use super::printf::PrintfService;
 use super::sanitizer::{self, SERVICE_SANITIZER};
 use crate::log::Level;
@@ -81,12 +81,15 @@ impl Services {
     }
 
     /// Answers every active lane of one packet. Never unwinds.
-    pub fn serve_packet(&self, packet: &mut HostPacket) {
+    /// The built-in services go lane by lane in device memory; the others get
+    /// a host copy of the whole packet.
+    pub fn serve_packet<P: Packet>(&self, packet: &mut P) {
         let buffer_key = packet.buffer_key();
-        match packet.service {
-            SERVICE_FUNCTION_CALL | SERVICE_PRINTF => packet
-                .for_each_active_lane(|service, lane, slot| self.serve_lane(buffer_key, service, lane, slot)),
-            _ => self.serve_extension(packet),
+        match packet.service() {
+            SERVICE_FUNCTION_CALL | SERVICE_PRINTF => {
+                packet.serve_lanes(|service, lane, slot| self.serve_lane(buffer_key, service, lane, slot))
+            }
+            _ => packet.serve_whole(|copy| self.serve_extension(copy)),
         }
     }
 

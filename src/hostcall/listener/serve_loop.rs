@@ -11,8 +11,7 @@ use super::{
     Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, POLL_WINDOW, SERVING, WAIT_TIMEOUT,
 };
 use crate::hostcall::buffer::DeviceBuffer;
-use crate::hostcall::packet::HostPacket;
-use crate::hostcall::phase_protocol::serve_phases;
+use crate::hostcall::phase_protocol::{serve_phases, PendingPhasePacket};
 use crate::hostcall::protocol::{drain_ready_packets, DrainStats, Gate};
 use crate::log::{panic_message, Level};
 
@@ -203,13 +202,15 @@ pub(in crate::hostcall) fn serve_entry(listener: &Listener, entry: &Entry) -> u3
     let _inside = Inside::new(&entry.gate);
     // Relaxed: a hint; the exit hook waits for the thread to leave.
     let keep_going = || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed);
-    let serve = |packet: &mut HostPacket| listener.services.serve_packet(packet);
     match &entry.buffer {
-        EntryBuffer::Classic(buffer) => {
-            serve_classic(entry, buffer, drain_ready_packets(buffer, serve, keep_going))
-        }
+        EntryBuffer::Classic(buffer) => serve_classic(
+            entry,
+            buffer,
+            drain_ready_packets(buffer, |packet| listener.services.serve_packet(packet), keep_going),
+        ),
         EntryBuffer::PhaseBit { buffer, scan } => {
             let mut limit = scan.get();
+            let serve = |packet: &mut PendingPhasePacket<'_>| listener.services.serve_packet(packet);
             let stats = serve_phases(buffer, &mut limit, serve, keep_going);
             scan.set(limit);
             if stats.odd_phases > 0 {
