@@ -3,6 +3,7 @@
  * device library uses; each atomic access says why its ordering suffices. */
 #define _GNU_SOURCE
 #include "device_sim.h"
+#include "device_sim_internal.h"
 #include "device_sim_phase.h"
 
 #include <pthread.h>
@@ -76,6 +77,10 @@ static uint64_t deadline_after(uint64_t timeout_ns) {
   if (timeout_ns == 0) timeout_ns = DEFAULT_TIMEOUT_NS;
   return device_sim_now_ns() + timeout_ns;
 }
+
+/* The same two for the simulator's other protocol file (device_sim_internal.h). */
+void device_sim_wait_step(uint32_t iteration) { wait_step(iteration); }
+uint64_t device_sim_deadline_after(uint64_t timeout_ns) { return deadline_after(timeout_ns); }
 
 /* ---- protocol steps ---------------------------------------------------- */
 

@@ -4,13 +4,14 @@
 #define _GNU_SOURCE
 #include "device_sim_phase.h"
 
+#include "device_sim_internal.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
 
 #include <hsa/hsa.h>
 
-#define DEFAULT_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 #define MAX_ATTACHED 64
 
 /* ---- layout arithmetic (placement rules, independent of the library) ---- */
@@ -76,22 +77,6 @@ bool device_sim_phase_is_attached(const void* buffer) {
   return false;
 }
 
-/* ---- waiting -------------------------------------------------------------- */
-
-static void wait_step(uint32_t iteration) {
-  if (iteration < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  } else {
-    sched_yield();
-  }
-}
-
-static uint64_t deadline_after(uint64_t timeout_ns) {
-  return device_sim_now_ns() + (timeout_ns ? timeout_ns : DEFAULT_TIMEOUT_NS);
-}
-
 /* ---- steps ------------------------------------------------------------------ */
 
 bool device_sim_phase_set_bit(void* buffer, uint32_t index) {
@@ -142,13 +127,13 @@ bool device_sim_phase_try_claim(void* buffer, uint32_t* index_out) {
 int device_sim_phase_claim(void* buffer, uint32_t* index_out, uint64_t timeout_ns) {
   if (buffer == NULL || index_out == NULL) return DEVICE_SIM_ERR_ARGUMENT;
   if (device_sim_phase_prefix(buffer)->num_packets == 0) return DEVICE_SIM_ERR_ARGUMENT;
-  uint64_t deadline = deadline_after(timeout_ns);
+  uint64_t deadline = device_sim_deadline_after(timeout_ns);
   uint32_t iteration = 0;
   /* The device library scans from packet 0, wrapping, sleeping briefly when
    * a pass found nothing. */
   while (!device_sim_phase_try_claim(buffer, index_out)) {
     if (device_sim_now_ns() > deadline) return DEVICE_SIM_ERR_NO_PACKET;
-    wait_step(iteration++);
+    device_sim_wait_step(iteration++);
   }
   return DEVICE_SIM_OK;
 }
@@ -222,11 +207,11 @@ bool device_sim_phase_is_answered(void* buffer, uint32_t index) {
 
 int device_sim_phase_wait_answered(void* buffer, uint32_t index, uint64_t timeout_ns) {
   if (buffer == NULL) return DEVICE_SIM_ERR_ARGUMENT;
-  uint64_t deadline = deadline_after(timeout_ns);
+  uint64_t deadline = device_sim_deadline_after(timeout_ns);
   uint32_t iteration = 0;
   while (!device_sim_phase_is_answered(buffer, index)) {
     if ((iteration & 15) == 15 && device_sim_now_ns() > deadline) return DEVICE_SIM_ERR_TIMEOUT;
-    wait_step(iteration++);
+    device_sim_wait_step(iteration++);
   }
   return DEVICE_SIM_OK;
 }

@@ -178,16 +178,24 @@ static void fill_counted(uint64_t lanes[64][8], uint64_t value) {
   lanes[0][1] = value;
 }
 
+/* Steps 1-2: claims a packet and writes a FUNCTION_CALL of counted_call
+ * from lane 0 into it (not yet published). */
+static bool claim_counted(void* buffer, uint64_t value, uint32_t* index) {
+  uint64_t lanes[64][8];
+  if (device_sim_phase_claim(buffer, index, TIMEOUT_NS) != 0) return false;
+  fill_counted(lanes, value);
+  device_sim_phase_fill(buffer, *index, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, (const uint64_t(*)[8])lanes);
+  return true;
+}
+
 static void test_phases_flipped_twice(void) {
   phase_buffer_t p;
   HC_REQUIRE(phase_open(&p, 3), "enable");
   uint64_t lanes[64][8];
   /* The device flips its phase twice before the host looked: no request. */
   uint32_t index = 99;
-  HC_REQUIRE(device_sim_phase_claim(p.buffer, &index, TIMEOUT_NS) == 0, "claim");
-  fill_counted(lanes, 41);
   atomic_store(&g_counted_calls, 0);
-  device_sim_phase_fill(p.buffer, index, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, (const uint64_t(*)[8])lanes);
+  HC_REQUIRE(claim_counted(p.buffer, 41, &index), "claim");
   device_sim_phase_flip(p.buffer, index);
   device_sim_phase_flip(p.buffer, index);
   device_sim_phase_ring_throttled(p.buffer);
@@ -212,9 +220,7 @@ static void test_phases_flipped_twice(void) {
 
   /* A device phase corrupted to 2: served once and settled (host phase := 2),
    * not served again on every scan. */
-  HC_REQUIRE(device_sim_phase_claim(p.buffer, &index, TIMEOUT_NS) == 0, "claim");
-  fill_counted(lanes, 7);
-  device_sim_phase_fill(p.buffer, index, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, (const uint64_t(*)[8])lanes);
+  HC_REQUIRE(claim_counted(p.buffer, 7, &index), "claim");
   uint32_t before = atomic_load(&g_counted_calls);
   atomic_store_explicit(device_sim_phase_device(p.buffer, index), 2, memory_order_release);
   device_sim_phase_ring_throttled(p.buffer);
@@ -281,12 +287,9 @@ static void test_packet_beyond_num_packets(void) {
 static void test_wave_that_never_returns(void) {
   phase_buffer_t p;
   HC_REQUIRE(phase_open(&p, 4), "enable");
-  uint64_t lanes[64][8];
   uint32_t index = 0;
-  HC_REQUIRE(device_sim_phase_claim(p.buffer, &index, TIMEOUT_NS) == 0, "claim");
-  fill_counted(lanes, 1);
   atomic_store(&g_counted_calls, 0);
-  device_sim_phase_fill(p.buffer, index, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, (const uint64_t(*)[8])lanes);
+  HC_REQUIRE(claim_counted(p.buffer, 1, &index), "claim");
   device_sim_phase_flip(p.buffer, index);
   device_sim_phase_ring_throttled(p.buffer);
   /* The wave never reads its answer nor clears its bit: its packet stays
