@@ -33,22 +33,16 @@ pub use model::PhaseBuffer;
 #[cfg(not(loom))]
 mod real {
     use super::*;
+    use crate::hostcall::buffer::DeviceWords;
     use core::ptr::NonNull;
     use core::sync::atomic::{AtomicU64, Ordering};
 
     /// A view of a registered phase-bit buffer.
     #[derive(Clone, Copy, Debug)]
     pub struct PhaseBuffer {
-        base: NonNull<u8>,
+        words: DeviceWords,
         packets: u32,
     }
-
-    // SAFETY: an address and a count; every access through it is atomic, so
-    // the listener and the enabling thread may share it while the memory is
-    // valid (the `new` contract).
-    unsafe impl Send for PhaseBuffer {}
-    // SAFETY: as above; `&PhaseBuffer` only permits atomic accesses.
-    unsafe impl Sync for PhaseBuffer {}
 
     impl PhaseBuffer {
         /// # Safety
@@ -59,11 +53,13 @@ mod real {
         ///   code following the phase-bit protocol, never moved.
         pub unsafe fn new(base: NonNull<u8>, packets: u32) -> PhaseBuffer {
             debug_assert!(base.as_ptr() as usize % layout::PHASE_BUFFER_ALIGNMENT == 0);
-            PhaseBuffer { base, packets }
+            // SAFETY: forwarded contract, for the whole buffer.
+            let words = unsafe { DeviceWords::new(base, layout::buffer_size(packets)) };
+            PhaseBuffer { words, packets }
         }
 
         pub fn base(&self) -> usize {
-            self.base.as_ptr() as usize
+            self.words.base()
         }
 
         pub fn packets(&self) -> u32 {
@@ -75,20 +71,15 @@ mod real {
             (index < self.packets).then_some(PhaseIndex(index))
         }
 
+        // Offsets from phase_layout.rs: prefix fields, or fields of a
+        // `PhaseIndex` < packets; 64-bit ones at multiples of 8, the phase
+        // words (from 56) and the header's service (at 8) 4-aligned.
         fn word(&self, offset: usize) -> &AtomicU64 {
-            debug_assert!(offset % 8 == 0 && offset + 8 <= layout::buffer_size(self.packets));
-            // SAFETY: callers pass offsets from phase_layout.rs inside the
-            // buffer (prefix fields, or fields of a `PhaseIndex` < packets),
-            // 8-aligned since the base is and every 64-bit field offset is a
-            // multiple of 8; valid and only accessed atomically (`new`).
-            unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast()) }
+            self.words.word(offset)
         }
 
         fn word32(&self, offset: usize) -> &AtomicU32 {
-            debug_assert!(offset % 4 == 0 && offset + 4 <= layout::buffer_size(self.packets));
-            // SAFETY: as in `word`, 4-aligned (phase arrays start at 56 and
-            // hold u32s; header fields at 8 within 8-aligned headers).
-            unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast()) }
+            self.words.word32(offset)
         }
 
         pub fn device_phase(&self, index: PhaseIndex) -> &AtomicU32 {
