@@ -231,7 +231,35 @@ static void test_concurrent_waves(void) {
   hc_disable_and_free(buffers[1]);
 }
 
-int main(void) {
+/* Child: DEVMEM with no service at all, several times. */
+static int child_unserved(void) {
+  hc_hsa_init();
+  void* buffer = hc_alloc_buffer(PACKETS);
+  if (!enableHostcalls(buffer, PACKETS, NULL)) return 2;
+  for (int i = 0; i < 3; ++i) {
+    if (request(buffer, (uint32_t)i, 0, 4096) != 0) return 3;       /* allocate: no memory */
+    if (request(buffer, (uint32_t)i, 0x10000, 0) != 0) return 4;    /* free: ignored */
+  }
+  hc_disable_and_free(buffer);
+  return 0;
+}
+
+static void test_unserved_answers_zero_and_logs_once(void) {
+  static const char* const env[] = {"AMD_LOG_LEVEL=1", NULL};
+  hc_child_result_t r;
+  HC_REQUIRE(hc_spawn_child("unserved", env, 20000, &r), "spawn");
+  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  int lines = 0;
+  for (const char* p = r.err; (p = strstr(p, "no DEVMEM service is registered")) != NULL; ++p) lines++;
+  HC_CHECK(lines == 1, "logged %d times (want once); stderr: %s", lines, r.err);
+}
+
+int main(int argc, char** argv) {
+  static const hc_child_case_t cases[] = {
+      {"unserved", child_unserved},
+      {NULL, NULL},
+  };
+  hc_child_main(argc, argv, cases);
   hc_hsa_init();
   if (hsa_iterate_agents(find_gpu, &g_gpu) != HSA_STATUS_INFO_BREAK || g_gpu.handle == 0) {
     fprintf(stderr, "no GPU agent in the software runtime\n");
@@ -243,6 +271,7 @@ int main(void) {
     return 1;
   }
   HC_RUN(test_pool_checks);
+  HC_RUN(test_unserved_answers_zero_and_logs_once);
   HC_RUN(test_default_service);
   HC_RUN(test_buffer_scope_and_runtime_handler);
   HC_RUN(test_concurrent_waves);
