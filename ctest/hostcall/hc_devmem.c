@@ -235,7 +235,7 @@ static void test_concurrent_waves(void) {
 static int child_unserved(void) {
   hc_hsa_init();
   void* buffer = hc_alloc_buffer(PACKETS);
-  if (!enableHostcalls(buffer, PACKETS, NULL)) return 2;
+  if (!hc_enable(buffer, PACKETS, NULL)) return 2;
   for (int i = 0; i < 3; ++i) {
     if (request(buffer, (uint32_t)i, 0, 4096) != 0) return 3;       /* allocate: no memory */
     if (request(buffer, (uint32_t)i, 0x10000, 0) != 0) return 4;    /* free: ignored */
