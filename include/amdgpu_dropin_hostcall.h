@@ -336,7 +336,7 @@ size_t amdgpu_dropin_hostcall_occupancy_size(uint32_t num_packets);
  * with `amdgpu_dropin_hostcall_disable` or `disableHostcalls`.
  *
  * Errors: `_ERROR_INVALID_ARGUMENT` (NULL or misaligned buffer or bitmap,
- * a bitmap for classic, too few packets, an unknown protocol, a range that
+ * a bitmap inside the buffer, a bitmap for classic, too few packets, an unknown protocol, a range that
  * wraps the address space), `_ERROR_ALREADY_ENABLED`, `_ERROR_HSA` (no HSA
  * runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
  * thread cannot start). Every error is logged.

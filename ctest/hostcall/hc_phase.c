@@ -97,6 +97,8 @@ static void test_enable_arguments(void) {
   HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, (uint32_t*)((char*)bitmap + 2)) == invalid,
            "misaligned bitmap");
   HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, CLASSIC, bitmap) == invalid, "classic + bitmap");
+  HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, (uint32_t*)(buffer + 40)) == invalid,
+           "bitmap inside the buffer");
   HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, 7, bitmap) == invalid, "unknown protocol");
   HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 0, NULL, PHASE, bitmap) == invalid, "0 packets");
   HC_CHECK(amdgpu_dropin_hostcall_enable(NULL, 4, NULL, PHASE, bitmap) == invalid, "NULL buffer");

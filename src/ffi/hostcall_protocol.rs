@@ -97,7 +97,7 @@ pub extern "C" fn amdgpu_dropin_hostcall_occupancy_size(num_packets: u32) -> usi
 /// with `amdgpu_dropin_hostcall_disable` or `disableHostcalls`.
 ///
 /// Errors: `_ERROR_INVALID_ARGUMENT` (NULL or misaligned buffer or bitmap,
-/// a bitmap for classic, too few packets, an unknown protocol, a range that
+/// a bitmap inside the buffer, a bitmap for classic, too few packets, an unknown protocol, a range that
 /// wraps the address space), `_ERROR_ALREADY_ENABLED`, `_ERROR_HSA` (no HSA
 /// runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
 /// thread cannot start). Every error is logged.
@@ -229,6 +229,8 @@ mod tests {
             let odd = bitmap.as_mut_ptr().cast::<u8>().add(1).cast::<u32>();
             assert_eq!(amdgpu_dropin_hostcall_enable(b, 4, q, 1, odd), invalid);
             assert_eq!(amdgpu_dropin_hostcall_enable(b, 0, q, 1, bitmap.as_mut_ptr()), invalid);
+            let inside = buffer.as_mut_ptr().add(100).cast::<u32>();
+            assert_eq!(amdgpu_dropin_hostcall_enable(b, 4, q, 1, inside), invalid, "bitmap in the buffer");
             assert_eq!(amdgpu_dropin_hostcall_enable(b, 1, q, 0, core::ptr::null_mut()), invalid);
             assert_eq!(
                 amdgpu_dropin_hostcall_disable(core::ptr::null_mut(), q),

@@ -17,8 +17,8 @@
 //! * NULL or not 8-aligned buffer, or a range that wraps the address space →
 //!   false.
 //! * Phase-bit buffers (`enable_with`, `Protocol::PhaseBit`): one packet is
-//!   enough (no tagged pointers); the occupancy bitmap must be non-NULL and
-//!   4-aligned, and is never read or written by the host (only its address
+//!   enough (no tagged pointers); the occupancy bitmap must be non-NULL,
+//!   4-aligned and outside the buffer, and is never read or written by the host (only its address
 //!   goes into the buffer). Disabling works the same for both protocols; the
 //!   abandoned-request warning counts packets whose phases differ.
 //! * Enabling a buffer that is already enabled → false, logged; the first
@@ -78,7 +78,8 @@ pub enum EnableError {
     NullBuffer,
     Misaligned(usize),
     TooFewPackets(u32),
-    /// Phase-bit without an occupancy bitmap, or it is not 4-aligned.
+    /// Phase-bit without an occupancy bitmap, or it is not 4-aligned, wraps
+    /// the address space or overlaps the buffer.
     BadOccupancy(usize),
     AddressRange,
     AlreadyEnabled,
@@ -99,7 +100,11 @@ impl core::fmt::Display for EnableError {
                 write!(f, "{n} packets: the classic hostcall protocol needs at least 2, phase-bit 1")
             }
             EnableError::BadOccupancy(a) => {
-                write!(f, "occupancy bitmap {a:#x} is NULL or not aligned to 4 bytes (phase-bit needs one)")
+                write!(
+                    f,
+                    "occupancy bitmap {a:#x} is NULL, not aligned to 4 bytes, wraps the address space or \
+                     overlaps the buffer (phase-bit needs one of its own)"
+                )
             }
             EnableError::AddressRange => write!(f, "buffer range wraps around the address space"),
             EnableError::AlreadyEnabled => {
@@ -243,13 +248,17 @@ pub unsafe fn enable_with(
     if packets < protocol.min_packets() {
         return Err(EnableError::TooFewPackets(packets));
     }
+    let size = protocol.buffer_size(packets);
+    let end = key.checked_add(size).ok_or(EnableError::AddressRange)?;
     if let Protocol::PhaseBit { occupied } = protocol {
-        if occupied == 0 || occupied % core::mem::align_of::<u32>() != 0 {
+        // The bitmap must lie outside the buffer: waves set its bits while
+        // the host reads and writes the buffer.
+        let bitmap_end = occupied.checked_add(phase_layout::occupancy_words(packets) * 4);
+        let inside = bitmap_end.is_some_and(|bitmap_end| occupied < end && key < bitmap_end);
+        if occupied == 0 || occupied % core::mem::align_of::<u32>() != 0 || bitmap_end.is_none() || inside {
             return Err(EnableError::BadOccupancy(occupied));
         }
     }
-    let size = protocol.buffer_size(packets);
-    let end = key.checked_add(size).ok_or(EnableError::AddressRange)?;
     // Relaxed: checked again under the lock below; a hint here.
     if listener::EXITING.load(Ordering::Relaxed) {
         return Err(EnableError::Exiting);
