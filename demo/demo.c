@@ -15,6 +15,9 @@
  *             service registered through the extension API answers a wave;
  *             DEVMEM (service 3) allocates device memory from a GPU pool for
  *             lanes and frees it; disable frees what the lanes left.
+ *   phase-bit: the same waves and printf over a buffer enabled in the
+ *             phase-bit protocol (device libraries built with
+ *             USE_NEW_HOSTCALL_IMPL), with its occupancy bitmap.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -26,6 +29,7 @@
 
 #include "amdgpu_dropin_hostcall.h"
 #include "device_sim.h"
+#include "device_sim_phase.h"
 #include "device_sim_services.h"
 #include "pf_device.h"
 #include "iree/hal/drivers/amdgpu/util/libhsa.h"
@@ -298,6 +302,53 @@ static int demo_hostcall(void) {
   return rc == 0 ? 0 : 1;
 }
 
+/* The same waves and printf over a phase-bit buffer: what a runtime does when
+ * its kernels were built against device libraries using the phase-bit
+ * protocol (USE_NEW_HOSTCALL_IMPL). The occupancy bitmap stands for the
+ * device memory the runtime allocates beside the buffer. */
+static int demo_phase_bit(void) {
+  printf("== hostcall, phase-bit protocol: the same waves and printf\n");
+  const uint32_t packets = 16;
+  const uint32_t protocol = AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT;
+  size_t size = amdgpu_dropin_hostcall_buffer_size(protocol, packets);
+  size_t bitmap_size = amdgpu_dropin_hostcall_occupancy_size(packets);
+  void* buffer = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+  uint32_t* bitmap = calloc(1, bitmap_size);
+  if (!buffer || !bitmap || !device_sim_phase_attach(buffer)) {
+    free(buffer);
+    free(bitmap);
+    return 1;
+  }
+  memset(buffer, 0, size);
+  printf("  buffer for %u packets: %zu bytes, alignment %u, occupancy bitmap %zu bytes\n", packets, size,
+         amdgpu_dropin_hostcall_buffer_alignment(protocol), bitmap_size);
+  amdgpu_dropin_hostcall_status_t status = amdgpu_dropin_hostcall_enable(buffer, packets, buffer, protocol, bitmap);
+  if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
+    fprintf(stderr, "demo: amdgpu_dropin_hostcall_enable: %s\n", amdgpu_dropin_hostcall_status_string(status));
+    device_sim_phase_detach(buffer);
+    free(buffer);
+    free(bitmap);
+    return 1;
+  }
+  void* buffers[1] = {buffer};
+  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 8, 2000, 2027, 10ull * 1000 * 1000 * 1000);
+  device_sim_waves_result_t result;
+  int rc = device_sim_run_waves(&config, &result);
+  double seconds = (double)result.elapsed_ns / 1e9;
+  printf("  %u waves x %u calls: %" PRIu64 " calls served, %" PRIu64 " wrong answers, %" PRIu64
+         " errors, %.1f ms, %.0f calls/s; doorbell rung %" PRIu64 " times, %" PRIu64 " rings throttled\n",
+         config.waves, config.calls_per_wave, result.calls, result.mismatches, result.errors, seconds * 1e3,
+         seconds > 0 ? (double)result.calls / seconds : 0.0, device_sim_phase_rings(),
+         device_sim_phase_throttled());
+  if (rc != 0) printf("  first failure: %s\n", result.first_failure);
+  if (rc == 0) rc = demo_printf(buffer);
+  if (amdgpu_dropin_hostcall_disable(buffer, buffer) != AMDGPU_DROPIN_HOSTCALL_OK) rc = 1;
+  device_sim_phase_detach(buffer);
+  free(buffer);
+  free(bitmap);
+  return rc == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   bool want_system = argc > 1 && strcmp(argv[1], "--system-hsa") == 0;
   /* Which library provides HSA (the system ROCr or the built-in one). */
@@ -336,6 +387,7 @@ int main(int argc, char** argv) {
     rc = g_topology.cpu_agent_count ? demo_vmem() : 1;
   }
   if (rc == 0) rc = demo_hostcall();
+  if (rc == 0) rc = demo_phase_bit();
   hsa_shut_down();
   printf("%s\n", rc == 0 ? "demo: OK" : "demo: FAILED");
   return rc;

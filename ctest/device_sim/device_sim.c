@@ -3,6 +3,8 @@
  * device library uses; each atomic access says why its ordering suffices. */
 #define _GNU_SOURCE
 #include "device_sim.h"
+#include "device_sim_internal.h"
+#include "device_sim_phase.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -75,6 +77,10 @@ static uint64_t deadline_after(uint64_t timeout_ns) {
   if (timeout_ns == 0) timeout_ns = DEFAULT_TIMEOUT_NS;
   return device_sim_now_ns() + timeout_ns;
 }
+
+/* The same two for the simulator's other protocol file (device_sim_internal.h). */
+void device_sim_wait_step(uint32_t iteration) { wait_step(iteration); }
+uint64_t device_sim_deadline_after(uint64_t timeout_ns) { return deadline_after(timeout_ns); }
 
 /* ---- protocol steps ---------------------------------------------------- */
 
@@ -209,6 +215,32 @@ void device_sim_push_free(void* buffer, uint64_t ptr) {
                                                   memory_order_release, memory_order_relaxed));
 }
 
+bool device_sim_try_pop_free(void* buffer, uint64_t* ptr_out) {
+  device_sim_buffer_header_t* header = device_sim_header(buffer);
+  /* Acquire: as in device_sim_pop_free. */
+  uint64_t top = atomic_load_explicit(&header->free_stack, memory_order_acquire);
+  while (top != 0) {
+    device_sim_packet_header_t* packet = device_sim_packet(buffer, index_of(header, top));
+    /* Relaxed: a stale `next` fails the tagged CAS below (see device_sim_pop_free). */
+    uint64_t next = atomic_load_explicit(&packet->next, memory_order_relaxed);
+    /* Acquire on success and failure: as in device_sim_pop_free. */
+    if (atomic_compare_exchange_weak_explicit(&header->free_stack, &top, next,
+                                              memory_order_acquire, memory_order_acquire)) {
+      *ptr_out = top;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool device_sim_is_served(void* buffer, uint64_t ptr) {
+  device_sim_buffer_header_t* header = device_sim_header(buffer);
+  device_sim_packet_header_t* packet = device_sim_packet(buffer, index_of(header, ptr));
+  /* Acquire: pairs with the host's release clearing READY (see
+   * device_sim_wait_served). */
+  return (atomic_load_explicit(&packet->control, memory_order_acquire) & DEVICE_SIM_CONTROL_READY) == 0;
+}
+
 int device_sim_wait_ready_stack_empty(void* buffer, uint64_t timeout_ns) {
   if (buffer == NULL) return DEVICE_SIM_ERR_ARGUMENT;
   device_sim_buffer_header_t* header = device_sim_header(buffer);
@@ -222,22 +254,24 @@ int device_sim_wait_ready_stack_empty(void* buffer, uint64_t timeout_ns) {
   return DEVICE_SIM_OK;
 }
 
+/* One call in either protocol (defined with the wave drivers below). */
+static int phase_call(void* buffer, uint32_t service, uint64_t activemask, uint64_t lanes_in[64][8],
+                      uint64_t lanes_out[64][8], bool canaries, uint64_t timeout_ns, bool* touched);
+static int wave_call(void* buffer, uint32_t service, uint64_t activemask, uint64_t lanes_in[64][8],
+                     uint64_t lanes_out[64][8], bool canaries, uint64_t timeout_ns, bool* touched);
+
 int device_sim_hostcall(void* buffer, uint32_t service, uint64_t activemask,
                         uint64_t lanes[64][8], uint64_t timeout_ns) {
   if (buffer == NULL || (lanes == NULL && activemask != 0)) return DEVICE_SIM_ERR_ARGUMENT;
-  uint64_t deadline = deadline_after(timeout_ns);
-  uint64_t ptr = 0;
-  int rc = device_sim_pop_free(buffer, &ptr, timeout_ns);
-  if (rc != DEVICE_SIM_OK) return rc;
-  device_sim_fill(buffer, ptr, service, activemask, (const uint64_t(*)[8])lanes);
-  device_sim_push_ready(buffer, ptr);
-  device_sim_ring_doorbell(buffer);
-  uint64_t now = device_sim_now_ns();
-  rc = device_sim_wait_served(buffer, ptr, deadline > now ? deadline - now : 1);
-  if (rc != DEVICE_SIM_OK) return rc;
-  if (activemask != 0) device_sim_read_results(buffer, ptr, activemask, lanes);
-  device_sim_push_free(buffer, ptr);
-  return DEVICE_SIM_OK;
+  bool touched = false;
+  return wave_call(buffer, service, activemask, lanes, lanes, false, timeout_ns, &touched);
+}
+
+int device_sim_phase_hostcall(void* buffer, uint32_t service, uint64_t activemask,
+                              uint64_t lanes[64][8], uint64_t timeout_ns) {
+  if (buffer == NULL || (lanes == NULL && activemask != 0)) return DEVICE_SIM_ERR_ARGUMENT;
+  bool touched = false;
+  return phase_call(buffer, service, activemask, lanes, lanes, false, timeout_ns, &touched);
 }
 
 /* ---- FUNCTION_CALL helpers ---------------------------------------------- */
@@ -385,6 +419,71 @@ static void note_failure(device_sim_waves_result_t* result, const char* fmt, uin
   snprintf(result->first_failure, sizeof(result->first_failure), fmt, wave, call, detail);
 }
 
+static void write_canaries(device_sim_payload_t* payload, uint64_t activemask) {
+  for (uint32_t lane = 0; lane < DEVICE_SIM_LANES; ++lane) {
+    if (activemask & (1ull << lane)) continue;
+    for (uint32_t w = 0; w < DEVICE_SIM_SLOT_WORDS; ++w) payload->slots[lane][w] = CANARY ^ lane ^ ((uint64_t)w << 56);
+  }
+}
+
+static bool canaries_touched(const device_sim_payload_t* payload, uint64_t activemask) {
+  for (uint32_t lane = 0; lane < DEVICE_SIM_LANES; ++lane) {
+    if (activemask & (1ull << lane)) continue;
+    for (uint32_t w = 0; w < DEVICE_SIM_SLOT_WORDS; ++w) {
+      if (payload->slots[lane][w] != (CANARY ^ lane ^ ((uint64_t)w << 56))) return true;
+    }
+  }
+  return false;
+}
+
+/* One phase-bit call (device_sim_phase.h steps 1-7): results land in
+ * lanes_out[..][0..1]; with `canaries`, the inactive lanes' slots are
+ * checked for host writes (*touched). lanes_in may equal lanes_out. */
+static int phase_call(void* buffer, uint32_t service, uint64_t activemask, uint64_t lanes_in[64][8],
+                      uint64_t lanes_out[64][8], bool canaries, uint64_t timeout_ns, bool* touched) {
+  uint64_t deadline = device_sim_now_ns() + (timeout_ns ? timeout_ns : DEFAULT_TIMEOUT_NS);
+  uint32_t index = 0;
+  int rc = device_sim_phase_claim(buffer, &index, timeout_ns);
+  if (rc != DEVICE_SIM_OK) return rc;
+  device_sim_payload_t* payload = device_sim_phase_payload(buffer, index);
+  if (canaries) write_canaries(payload, activemask);
+  device_sim_phase_fill(buffer, index, service, activemask, (const uint64_t(*)[8])lanes_in);
+  device_sim_phase_flip(buffer, index);
+  device_sim_phase_ring_throttled(buffer);
+  uint64_t now = device_sim_now_ns();
+  rc = device_sim_phase_wait_answered(buffer, index, deadline > now ? deadline - now : 1);
+  if (rc != DEVICE_SIM_OK) return rc;
+  if (activemask != 0) device_sim_phase_read_results(buffer, index, activemask, lanes_out);
+  if (canaries) *touched = canaries_touched(payload, activemask);
+  device_sim_phase_clear_bit(buffer, index);
+  return DEVICE_SIM_OK;
+}
+
+/* One call in the buffer's protocol (phase-bit if attached, else classic:
+ * steps 1-7 of device_sim.h), as phase_call. */
+static int wave_call(void* buffer, uint32_t service, uint64_t activemask, uint64_t lanes_in[64][8],
+                     uint64_t lanes_out[64][8], bool canaries, uint64_t timeout_ns, bool* touched) {
+  if (device_sim_phase_is_attached(buffer)) {
+    return phase_call(buffer, service, activemask, lanes_in, lanes_out, canaries, timeout_ns, touched);
+  }
+  uint64_t deadline = device_sim_now_ns() + (timeout_ns ? timeout_ns : DEFAULT_TIMEOUT_NS);
+  uint64_t ptr = 0;
+  int rc = device_sim_pop_free(buffer, &ptr, timeout_ns);
+  if (rc != DEVICE_SIM_OK) return rc;
+  device_sim_payload_t* payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
+  if (canaries) write_canaries(payload, activemask);
+  device_sim_fill(buffer, ptr, service, activemask, (const uint64_t(*)[8])lanes_in);
+  device_sim_push_ready(buffer, ptr);
+  device_sim_ring_doorbell(buffer);
+  uint64_t now = device_sim_now_ns();
+  rc = device_sim_wait_served(buffer, ptr, deadline > now ? deadline - now : 1);
+  if (rc != DEVICE_SIM_OK) return rc;
+  if (activemask != 0) device_sim_read_results(buffer, ptr, activemask, lanes_out);
+  if (canaries) *touched = canaries_touched(payload, activemask);
+  device_sim_push_free(buffer, ptr);
+  return DEVICE_SIM_OK;
+}
+
 static void* wave_main(void* arg) {
   wave_thread_t* self = (wave_thread_t*)arg;
   struct device_sim_waves* group = self->group;
@@ -410,23 +509,9 @@ static void* wave_main(void* arg) {
     memcpy(lanes_out, lanes_in, sizeof(lanes_out));
 
     uint64_t t0 = device_sim_now_ns();
-    uint64_t deadline = t0 + (config->timeout_ns ? config->timeout_ns : DEFAULT_TIMEOUT_NS);
-    uint64_t ptr = 0;
-    int rc = device_sim_pop_free(buffer, &ptr, config->timeout_ns);
-    if (rc == DEVICE_SIM_OK) {
-      if (config->check_inactive_lanes) {
-        device_sim_payload_t* payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
-        for (uint32_t lane = 0; lane < DEVICE_SIM_LANES; ++lane) {
-          if (activemask & (1ull << lane)) continue;
-          for (uint32_t w = 0; w < DEVICE_SIM_SLOT_WORDS; ++w) payload->slots[lane][w] = CANARY ^ lane ^ ((uint64_t)w << 56);
-        }
-      }
-      device_sim_fill(buffer, ptr, service, activemask, (const uint64_t(*)[8])lanes_in);
-      device_sim_push_ready(buffer, ptr);
-      device_sim_ring_doorbell(buffer);
-      uint64_t now = device_sim_now_ns();
-      rc = device_sim_wait_served(buffer, ptr, deadline > now ? deadline - now : 1);
-    }
+    bool touched = false;
+    int rc = wave_call(buffer, service, activemask, lanes_in, lanes_out, config->check_inactive_lanes,
+                       config->timeout_ns, &touched);
     if (rc != DEVICE_SIM_OK) {
       result->errors++;
       if (result->first_error == 0) result->first_error = rc;
@@ -434,23 +519,11 @@ static void* wave_main(void* arg) {
       /* The packet (if any) is stuck with the host: this wave cannot go on. */
       break;
     }
-    device_sim_read_results(buffer, ptr, activemask, lanes_out);
-    if (config->check_inactive_lanes) {
-      device_sim_payload_t* payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
-      bool touched = false;
-      for (uint32_t lane = 0; lane < DEVICE_SIM_LANES && !touched; ++lane) {
-        if (activemask & (1ull << lane)) continue;
-        for (uint32_t w = 0; w < DEVICE_SIM_SLOT_WORDS; ++w) {
-          if (payload->slots[lane][w] != (CANARY ^ lane ^ ((uint64_t)w << 56))) touched = true;
-        }
-      }
-      if (touched) {
-        result->inactive_lane_writes++;
-        note_failure(result, "wave %u call %u: %s", self->wave, call,
-                     "the host wrote the slot of an inactive lane");
-      }
+    if (touched) {
+      result->inactive_lane_writes++;
+      note_failure(result, "wave %u call %u: %s", self->wave, call,
+                   "the host wrote the slot of an inactive lane");
     }
-    device_sim_push_free(buffer, ptr);
     uint64_t t1 = device_sim_now_ns();
     if (config->latencies_ns != NULL && config->calls_per_wave != 0) {
       config->latencies_ns[(uint64_t)self->wave * config->calls_per_wave + call] = t1 - t0;

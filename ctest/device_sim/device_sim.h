@@ -125,7 +125,9 @@ const char* device_sim_error_string(int error);
 
 /* ---- One wave ------------------------------------------------------------ */
 
-/* Runs the whole device protocol for one wave: lanes[i][0..7] are the inputs
+/* Runs the whole device protocol for one wave (the phase-bit protocol for a
+ * buffer attached with device_sim_phase_attach, see device_sim_phase.h; the
+ * classic one otherwise): lanes[i][0..7] are the inputs
  * of each lane i set in activemask, lanes[i][0..1] receive the host's answer.
  * Lanes not in activemask are neither read nor written (lanes may be NULL
  * when activemask is 0). The timeout covers both waiting for a free packet
@@ -164,6 +166,15 @@ void device_sim_push_free(void* buffer, uint64_t ptr);
 /* The tagged pointer step 7 pushes for `ptr` (ptr + index_mask + 1, or
  * index_mask + 1 if that wraps to 0). */
 uint64_t device_sim_next_tag(void* buffer, uint64_t ptr);
+
+/* Non-blocking steps, for a driver that plays many waves on one thread as a
+ * GPU does (each wave a state machine; see bench/hostcall_bench.c):
+ * step 1 without waiting: pops a packet into *ptr_out and returns true, or
+ * returns false at once when the free stack is empty. */
+bool device_sim_try_pop_free(void* buffer, uint64_t* ptr_out);
+/* Step 5 without waiting: true when the host has cleared READY of the packet
+ * `ptr` designates (acquire, so its answer words may then be read). */
+bool device_sim_is_served(void* buffer, uint64_t ptr);
 
 /* Spins (yielding) until the ready stack is empty, i.e. the host detached it.
  * Returns DEVICE_SIM_OK or DEVICE_SIM_ERR_TIMEOUT. */
@@ -207,7 +218,9 @@ typedef int (*device_sim_check_fn)(void* user, uint32_t wave, uint32_t call, uin
                                    const uint64_t out[64][8]);
 
 typedef struct device_sim_waves_config {
-  void* const* buffers;     /* wave w uses buffers[w % buffer_count] */
+  /* wave w uses buffers[w % buffer_count], in the buffer's protocol
+   * (phase-bit if attached with device_sim_phase_attach) */
+  void* const* buffers;
   uint32_t buffer_count;
   uint32_t waves;           /* number of wave threads */
   uint32_t calls_per_wave;  /* calls per wave; 0 = until device_sim_waves_stop */

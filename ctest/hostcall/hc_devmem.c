@@ -76,7 +76,7 @@ static void test_pool_checks(void) {
 
 static void test_default_service(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "enable");
+  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
   const uint64_t base = hc_live_pool_blocks();
   HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
   HC_CHECK(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED, "twice");
@@ -129,12 +129,12 @@ static void test_default_service(void) {
            (unsigned long long)hc_live_pool_blocks());
 
   /* Disabling the buffer frees what its requests left. */
-  disableHostcalls(buffer, NULL);
+  hc_disable(buffer, NULL);
   HC_CHECK(hc_live_pool_blocks() == base, "after disable: %llu (want %llu)", (unsigned long long)hc_live_pool_blocks(),
            (unsigned long long)base);
 
   /* The service (for every buffer) stays; unregistering it frees the rest. */
-  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "re-enable");
+  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "re-enable");
   uint64_t again = request(buffer, 0, 0, 65536);
   HC_CHECK(again != 0 && hc_live_pool_blocks() == base + 1, "allocation after re-enable");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
@@ -153,7 +153,7 @@ static int32_t runtime_devmem(void* user, void* buffer, uint32_t service, uint32
 static void test_buffer_scope_and_runtime_handler(void) {
   void* a = hc_alloc_buffer(PACKETS);
   void* b = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(enableHostcalls(a, PACKETS, NULL) && enableHostcalls(b, PACKETS, NULL), "enable");
+  HC_REQUIRE(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
   const uint64_t base = hc_live_pool_blocks();
   /* A runtime with its own memory objects serves DEVMEM itself. */
   HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(DEVMEM, NULL, runtime_devmem, NULL) ==
@@ -165,13 +165,13 @@ static void test_buffer_scope_and_runtime_handler(void) {
   HC_CHECK(on_a != 0 && on_a != 0x5000 + 8192 && hc_live_pool_blocks() == base + 1, "A: default service");
   HC_CHECK(request(b, 3, 0, 8192) == 0x5000 + 8192, "B: the runtime's handler");
   /* Disabling A frees its block and ends A's service. */
-  disableHostcalls(a, NULL);
+  hc_disable(a, NULL);
   HC_CHECK(hc_live_pool_blocks() == base, "A's block freed on disable");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, a) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "A's service ended with A");
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister the runtime's");
-  disableHostcalls(b, NULL);
+  hc_disable(b, NULL);
   hc_free_buffer(a);
   hc_free_buffer(b);
 }
@@ -207,7 +207,7 @@ static void* devmem_wave(void* p) {
 
 static void test_concurrent_waves(void) {
   void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
-  HC_REQUIRE(enableHostcalls(buffers[0], PACKETS, NULL) && enableHostcalls(buffers[1], PACKETS, NULL),
+  HC_REQUIRE(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
              "enable");
   const uint64_t base = hc_live_pool_blocks();
   HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
@@ -235,7 +235,7 @@ static void test_concurrent_waves(void) {
 static int child_unserved(void) {
   hc_hsa_init();
   void* buffer = hc_alloc_buffer(PACKETS);
-  if (!enableHostcalls(buffer, PACKETS, NULL)) return 2;
+  if (!hc_enable(buffer, PACKETS, NULL)) return 2;
   for (int i = 0; i < 3; ++i) {
     if (request(buffer, (uint32_t)i, 0, 4096) != 0) return 3;       /* allocate: no memory */
     if (request(buffer, (uint32_t)i, 0x10000, 0) != 0) return 4;    /* free: ignored */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "device_sim.h"
+#include "device_sim_phase.h"
 #include "hc_test.h"
 
 #ifndef AMDGPU_DROPIN_SO_PATH
@@ -98,8 +99,44 @@ static void test_dlclose_with_buffer_enabled(void) {
   }
 }
 
+typedef size_t (*protocol_size_fn)(uint32_t, uint32_t);
+typedef int32_t (*protocol_enable_fn)(void*, uint32_t, const void*, uint32_t, uint32_t*);
+
+/* The same with a phase-bit buffer (enabled through the extension API) and
+ * its occupancy bitmap: traffic up to the unload, then served afterwards
+ * while the library stays (it pinned itself when its listener started). */
+static void test_dlclose_with_phase_bit_buffer_enabled(void) {
+  api_t api;
+  HC_REQUIRE(load(&api), "load");
+  protocol_size_fn size = NULL;
+  protocol_enable_fn enable = NULL;
+  void* sym = dlsym(api.handle, "amdgpu_dropin_hostcall_buffer_size");
+  memcpy(&size, &sym, sizeof(sym));
+  sym = dlsym(api.handle, "amdgpu_dropin_hostcall_enable");
+  memcpy(&enable, &sym, sizeof(sym));
+  HC_REQUIRE(size != NULL && enable != NULL, "extension API exported");
+  const uint32_t n = 4, phase_bit = 1;
+  void* buffer = NULL;
+  HC_REQUIRE(posix_memalign(&buffer, 4096, size(phase_bit, n)) == 0, "alloc");
+  uint32_t* bitmap = calloc(1, sizeof(uint32_t));
+  HC_REQUIRE(bitmap != NULL && device_sim_phase_attach(buffer), "bitmap");
+  HC_REQUIRE(enable(buffer, n, NULL, phase_bit, bitmap) == 0, "enable");
+  HC_CHECK(call_ok(buffer, 7) == 0, "call before dlclose");
+  void* buffers[1] = {buffer};
+  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 2, 100, 2, TIMEOUT_NS);
+  device_sim_waves_result_t result;
+  HC_CHECK(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+  HC_CHECK(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
+  hc_sleep_ms(50);
+  if (library_mapped()) {
+    HC_CHECK(call_ok(buffer, 8) == 0, "pinned library stopped serving the phase-bit buffer");
+  }
+  /* Buffer and bitmap stay alive: a pinned library still owns them. */
+}
+
 int main(void) {
   hc_hsa_init();
   HC_RUN(test_dlclose_with_buffer_enabled);
+  HC_RUN(test_dlclose_with_phase_bit_buffer_enabled);
   return hc_failures == 0 ? 0 : 1;
 }

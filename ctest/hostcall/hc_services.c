@@ -159,7 +159,7 @@ static int check_lane_service(void* user, uint32_t wave, uint32_t call, uint32_t
 
 static void test_lane_handler_under_traffic(void) {
   void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
-  HC_REQUIRE(enableHostcalls(buffers[0], PACKETS, NULL) && enableHostcalls(buffers[1], PACKETS, NULL),
+  HC_REQUIRE(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
              "enable");
   lane_state_t state = {.buffers = buffers, .buffer_count = 2};
   HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_LANE, NULL, lane_mix, &state) ==
@@ -235,7 +235,7 @@ static int32_t packet_fail(void* user, amdgpu_dropin_hostcall_packet_t* packet) 
 static void test_packet_handler_scopes_and_failures(void) {
   void* a = hc_alloc_buffer(PACKETS);
   void* b = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(enableHostcalls(a, PACKETS, NULL) && enableHostcalls(b, PACKETS, NULL), "enable");
+  HC_REQUIRE(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
   packet_state_t state = {.buffer = a};
   HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_PACKET, a, packet_count, &state) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register on A");
@@ -289,10 +289,10 @@ static void test_packet_handler_scopes_and_failures(void) {
   HC_CHECK(device_sim_fc_checked_call(a, ~0ull, 9, TIMEOUT_NS) == 0, "FUNCTION_CALL still served");
 
   /* Disabling B ends B's own registration. */
-  disableHostcalls(b, NULL);
+  hc_disable(b, NULL);
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FAILING, b) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "B's handler ended with B");
-  disableHostcalls(a, NULL);
+  hc_disable(a, NULL);
   hc_free_buffer(a);
   hc_free_buffer(b);
 }
@@ -354,7 +354,7 @@ static int check_churn(void* user, uint32_t wave, uint32_t call, uint32_t servic
 
 static void test_register_unregister_under_traffic(void) {
   void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
-  HC_REQUIRE(enableHostcalls(buffers[0], PACKETS, NULL) && enableHostcalls(buffers[1], PACKETS, NULL),
+  HC_REQUIRE(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
              "enable");
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 2, 4, 0, 7, TIMEOUT_NS);
   config.fill = fill_churn;
@@ -418,7 +418,7 @@ static int32_t unregister_other(void* user, amdgpu_dropin_hostcall_packet_t* pac
 
 static void test_unregister_from_inside(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "enable");
+  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
   HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_SELF, NULL, unregister_self, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register");
   uint64_t lanes[64][8];
@@ -475,7 +475,7 @@ static int child_unregister_after_fork(void) {
 
 static void test_fork_while_a_handler_runs(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "enable");
+  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
   HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FORK, NULL, blocking_lane, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register");
   pthread_t wave;
@@ -500,7 +500,7 @@ static const uint64_t kWorkgroup[3] = {3, 1, 2};
 static int child_sanitizer_default(void) {
   hc_hsa_init();
   void* buffer = hc_alloc_buffer(PACKETS);
-  if (!enableHostcalls(buffer, PACKETS, NULL)) return 2;
+  if (!hc_enable(buffer, PACKETS, NULL)) return 2;
   uint64_t address[64];
   for (int lane = 0; lane < 64; ++lane) address[lane] = 0x7000000000ull + 16u * (uint64_t)lane;
   if (device_sim_sanitizer_report(buffer, 0x8000000000000005ull, address, 0xabcdef, kWorkgroup, true,
@@ -554,7 +554,7 @@ static int32_t sanitizer_hook(void* user, amdgpu_dropin_hostcall_packet_t* packe
 
 static void test_sanitizer_hook(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(enableHostcalls(buffer, PACKETS, NULL), "enable");
+  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
   static sanitizer_capture_t capture;
   HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER,
                                                             NULL, sanitizer_hook, &capture) ==

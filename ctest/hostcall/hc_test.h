@@ -65,10 +65,17 @@ void hc_sleep_ms(uint32_t ms);
 /* hsa_init with the simulator's defaults; aborts the test on failure. */
 void hc_hsa_init(void);
 
-/* A zeroed buffer of getHostcallBufferSize(n) bytes, page aligned (free with
- * hc_free_buffer). In hc_buffer.c: links the library. */
+/* In hc_buffer.c (links the library): a zeroed, 4096-aligned buffer in the protocol HC_PROTOCOL names
+ * ("phase-bit"; otherwise classic); a phase-bit one comes with its occupancy
+ * bitmap and is attached to the device simulator. hc_enable / hc_disable
+ * enable it in that protocol (enableHostcalls for classic). */
 void* hc_alloc_buffer(uint32_t num_packets);
 void hc_free_buffer(void* buffer);
+bool hc_phase_bit(void);
+bool hc_enable(void* buffer, uint32_t num_packets, const void* queue);
+void hc_disable(void* buffer, const void* queue);
+/* The occupancy bitmap of a phase-bit buffer from hc_alloc_buffer, or NULL. */
+uint32_t* hc_bitmap_of(void* buffer);
 /* disableHostcalls(buffer, NULL), then hc_free_buffer. */
 void hc_disable_and_free(void* buffer);
 

@@ -299,9 +299,7 @@ static void test_mixed_wave(void) {
 static void test_disable_forgets_messages(void) {
   uint64_t control = 0;
   uint64_t begin = raw_packet(2, PF_DESC_BEGIN, &control, 1);
-  disableHostcalls(buffer, (const void*)0x5150);
-  memset(buffer, 0, getHostcallBufferSize(16));
-  HC_CHECK(enableHostcalls(buffer, 16, (const void*)0x5150), "re-enable");
+  HC_CHECK(pf_reenable(buffer, 16), "re-enable");
   uint64_t fmt[1];
   pf_pack_string("x\n", fmt, 1);
   uint64_t r = raw_packet(2, begin | PF_DESC_END, fmt, 1);

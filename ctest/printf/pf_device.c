@@ -6,7 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "amdgpu_dropin_hostcall.h"
 #include "device_sim.h"
+#include "device_sim_phase.h"
 #include "hsa/hsa.h"
 #include "rochostcall.hpp"
 
@@ -179,27 +181,62 @@ int pf_send(void* buffer, pf_message_t* message, uint64_t* result) {
 
 static const void* const pf_queue = (const void*)0x5150;
 
+/* The occupancy bitmap of the phase-bit buffer (PF_PROTOCOL=phase-bit). */
+static uint32_t* pf_bitmap;
+
+static bool pf_phase_bit(void) {
+  const char* protocol = getenv("PF_PROTOCOL");
+  return protocol != NULL && strcmp(protocol, "phase-bit") == 0;
+}
+
+static size_t pf_buffer_size(uint32_t packets) {
+  return pf_phase_bit() ? amdgpu_dropin_hostcall_buffer_size(AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT, packets)
+                        : getHostcallBufferSize(packets);
+}
+
+/* Zeroes and enables `buffer` in the protocol PF_PROTOCOL names. */
+static bool pf_enable(void* buffer, uint32_t packets) {
+  memset(buffer, 0, pf_buffer_size(packets));
+  if (!pf_phase_bit()) return enableHostcalls(buffer, packets, pf_queue);
+  memset(pf_bitmap, 0, amdgpu_dropin_hostcall_occupancy_size(packets));
+  return amdgpu_dropin_hostcall_enable(buffer, packets, pf_queue, AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT,
+                                       pf_bitmap) == AMDGPU_DROPIN_HOSTCALL_OK;
+}
+
 void* pf_setup(uint32_t packets) {
   if (hsa_init() != HSA_STATUS_SUCCESS) {
     fprintf(stderr, "hsa_init failed\n");
     exit(1);
   }
-  size_t size = getHostcallBufferSize(packets);
   void* buffer = NULL;
-  if (posix_memalign(&buffer, 4096, size) != 0) {
+  if (posix_memalign(&buffer, 4096, pf_buffer_size(packets)) != 0) {
     fprintf(stderr, "out of memory\n");
     exit(1);
   }
-  memset(buffer, 0, size);
-  if (!enableHostcalls(buffer, packets, pf_queue)) {
-    fprintf(stderr, "enableHostcalls failed\n");
+  if (pf_phase_bit()) {
+    pf_bitmap = calloc(1, amdgpu_dropin_hostcall_occupancy_size(packets));
+    if (pf_bitmap == NULL || !device_sim_phase_attach(buffer)) {
+      fprintf(stderr, "phase-bit setup failed\n");
+      exit(1);
+    }
+  }
+  if (!pf_enable(buffer, packets)) {
+    fprintf(stderr, "enable failed\n");
     exit(1);
   }
   return buffer;
 }
 
+bool pf_reenable(void* buffer, uint32_t packets) {
+  disableHostcalls(buffer, pf_queue);
+  return pf_enable(buffer, packets);
+}
+
 void pf_teardown(void* buffer) {
   disableHostcalls(buffer, pf_queue);
+  device_sim_phase_detach(buffer);
+  free(pf_bitmap);
+  pf_bitmap = NULL;
   free(buffer);
   hsa_shut_down();
 }

@@ -95,7 +95,10 @@ int pf_send(void* buffer, pf_message_t* message, uint64_t* result);
 /* ---- Environment ----------------------------------------------------------- */
 
 /* hsa_init + an enabled buffer of `packets` packets; exits on failure. */
+/* PF_PROTOCOL=phase-bit makes it a phase-bit buffer (else classic). */
 void* pf_setup(uint32_t packets);
+/* Disables `buffer`, zeroes it and enables it again (same protocol). */
+bool pf_reenable(void* buffer, uint32_t packets);
 void pf_teardown(void* buffer);
 
 /* Output capture: fds 1 and 2 go to temporary files until pf_capture_end,

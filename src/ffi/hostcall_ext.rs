@@ -20,7 +20,7 @@ use crate::log::Level;
 
 /// Version of this API: bumped when a function or type changes meaning.
 /// Compare with `amdgpu_dropin_hostcall_api_version()` at run time.
-pub const AMDGPU_DROPIN_HOSTCALL_API_VERSION: u32 = 1;
+pub const AMDGPU_DROPIN_HOSTCALL_API_VERSION: u32 = 2;
 
 /// Service id: call a host function (built in).
 pub const AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL: u32 = 1;
@@ -56,6 +56,12 @@ pub enum amdgpu_dropin_hostcall_status_t {
     AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL = 6,
     /// An internal error (a bug in the library); logged.
     AMDGPU_DROPIN_HOSTCALL_ERROR_INTERNAL = 7,
+    /// The buffer is already enabled, or overlaps an enabled buffer.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED = 8,
+    /// The process is exiting, or the listener thread cannot start.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_UNAVAILABLE = 9,
+    /// The buffer is not enabled (unknown or already disabled).
+    AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED = 10,
 }
 
 use amdgpu_dropin_hostcall_status_t as Status;
@@ -102,6 +108,9 @@ pub extern "C" fn amdgpu_dropin_hostcall_status_string(status: i32) -> *const c_
             5 => c"the HSA runtime or one of its functions is unavailable",
             6 => c"the memory pool is not an allocatable global pool",
             7 => c"internal error",
+            8 => c"the buffer is already enabled or overlaps an enabled buffer",
+            9 => c"the process is exiting or the listener thread cannot start",
+            10 => c"the buffer is not enabled",
             _ => c"unknown status",
         };
         text.as_ptr()

@@ -17,3 +17,6 @@ pub mod hostcall;
 
 #[cfg(feature = "rocclr-hostcall")]
 pub mod hostcall_ext;
+
+#[cfg(feature = "rocclr-hostcall")]
+pub mod hostcall_protocol;

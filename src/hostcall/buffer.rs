@@ -22,6 +22,9 @@
 use super::layout;
 use super::sync::{AtomicU32, AtomicU64};
 
+/// The phase-bit protocol's buffer view (the same rules, another layout).
+pub mod phase;
+
 /// A packet index known to be below the buffer's packet count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketIndex(u32);
@@ -47,6 +50,57 @@ pub use real::DeviceBuffer;
 #[cfg(loom)]
 pub use model::DeviceBuffer;
 
+/// A range of device-shared memory accessed only through atomic words: the
+/// one place that turns a buffer offset into a reference (both protocols'
+/// views hold one).
+#[cfg(not(loom))]
+#[derive(Clone, Copy, Debug)]
+pub(super) struct DeviceWords {
+    base: core::ptr::NonNull<u8>,
+    size: usize,
+}
+
+// SAFETY: an address and a size; every access through it is atomic, so the
+// listener thread and the enabling thread may share it while the memory is
+// valid (the `new` contract).
+#[cfg(not(loom))]
+unsafe impl Send for DeviceWords {}
+// SAFETY: as above; `&DeviceWords` only permits atomic accesses.
+#[cfg(not(loom))]
+unsafe impl Sync for DeviceWords {}
+
+#[cfg(not(loom))]
+impl DeviceWords {
+    /// # Safety
+    /// `base` is 8-aligned and valid for reads and writes of `size` bytes for
+    /// as long as the value (or a copy) is used, and accessed meanwhile only
+    /// atomically or by device code following its protocol, never moved.
+    pub(super) unsafe fn new(base: core::ptr::NonNull<u8>, size: usize) -> DeviceWords {
+        debug_assert!(base.as_ptr() as usize % 8 == 0);
+        DeviceWords { base, size }
+    }
+
+    pub(super) fn base(&self) -> usize {
+        self.base.as_ptr() as usize
+    }
+
+    /// The 64-bit word at `offset`. Callers pass offsets from the layout
+    /// modules: in bounds and 8-aligned (checked in debug builds).
+    pub(super) fn word(&self, offset: usize) -> &AtomicU64 {
+        debug_assert!(offset % 8 == 0 && offset + 8 <= self.size);
+        // SAFETY: in bounds and 8-aligned (the callers' layout offsets from an
+        // 8-aligned base); valid and only accessed atomically (`new`).
+        unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast()) }
+    }
+
+    /// The 32-bit word at `offset` (in bounds, 4-aligned).
+    pub(super) fn word32(&self, offset: usize) -> &AtomicU32 {
+        debug_assert!(offset % 4 == 0 && offset + 4 <= self.size);
+        // SAFETY: as in `word`, 4-aligned.
+        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast()) }
+    }
+}
+
 #[cfg(not(loom))]
 mod real {
     use super::*;
@@ -59,17 +113,10 @@ mod real {
     /// enable time; the copies in device memory are never trusted afterwards.
     #[derive(Clone, Copy, Debug)]
     pub struct DeviceBuffer {
-        base: NonNull<u8>,
+        words: DeviceWords,
         packets: u32,
         index_mask: u64,
     }
-
-    // SAFETY: the view is an address plus two integers; all accesses through it
-    // are atomic, so using it from the listener thread and the enabling thread
-    // is sound as long as the memory stays valid (the `new` contract).
-    unsafe impl Send for DeviceBuffer {}
-    // SAFETY: as above; `&DeviceBuffer` only permits atomic accesses.
-    unsafe impl Sync for DeviceBuffer {}
 
     impl DeviceBuffer {
         /// # Safety
@@ -81,11 +128,13 @@ mod real {
         ///   device protocol (the GPU side of ockl hostcall), never moved.
         pub unsafe fn new(base: NonNull<u8>, packets: u32) -> DeviceBuffer {
             debug_assert!(base.as_ptr() as usize % layout::BUFFER_ALIGNMENT == 0);
-            DeviceBuffer { base, packets, index_mask: layout::index_mask(packets) }
+            // SAFETY: forwarded contract, for the whole buffer.
+            let words = unsafe { DeviceWords::new(base, layout::buffer_size(packets)) };
+            DeviceBuffer { words, packets, index_mask: layout::index_mask(packets) }
         }
 
         pub fn base(&self) -> usize {
-            self.base.as_ptr() as usize
+            self.words.base()
         }
 
         pub fn packets(&self) -> u32 {
@@ -101,21 +150,15 @@ mod real {
             PacketIndex::checked(ptr, self.index_mask, self.packets)
         }
 
+        // Offsets from layout.rs: header fields, or packet fields of a
+        // `PacketIndex` < packets; 64-bit fields at multiples of 8, the 32-bit
+        // ones at 16 and 20 within an 8-aligned packet header.
         fn word(&self, offset: usize) -> &AtomicU64 {
-            debug_assert!(offset % 8 == 0 && offset + 8 <= layout::buffer_size(self.packets));
-            // SAFETY: every caller passes an offset from layout.rs that lies
-            // inside the buffer (header fields, or packet fields of a
-            // `PacketIndex` < packets), 8-aligned because the base is 8-aligned
-            // and every 64-bit field offset is a multiple of 8; the memory is
-            // valid and only accessed atomically for the view's lifetime (`new`).
-            unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast()) }
+            self.words.word(offset)
         }
 
         fn word32(&self, offset: usize) -> &AtomicU32 {
-            debug_assert!(offset % 4 == 0 && offset + 4 <= layout::buffer_size(self.packets));
-            // SAFETY: as in `word`: in-bounds, 4-aligned (20 mod 8 = 4 within an
-            // 8-aligned packet header), valid and only accessed atomically.
-            unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast()) }
+            self.words.word32(offset)
         }
 
         pub fn free_stack(&self) -> &AtomicU64 {

@@ -5,6 +5,8 @@
 //! * `buffer`   — the one module that touches device-shared memory.
 //! * `protocol` — detach / walk / serve / release of the ready stack and the
 //!   registration gate; model-checked with loom (`tests/loom_hostcall.rs`).
+//! * `phase_layout`, `phase_protocol` — the same for the phase-bit protocol
+//!   (chosen at enable time); model-checked in `tests/loom_phase.rs`.
 //! * `call_gate` — calls of a registered handler vs. its unregistration
 //!   (model-checked with loom: `tests/loom_handlers.rs`).
 //! * `packet`   — the host copy of a packet and the handler signatures (C ABI).
@@ -21,6 +23,7 @@
 pub mod call_gate;
 pub mod layout;
 pub mod packet;
+pub mod phase_layout;
 mod sync;
 
 #[cfg(not(loom))]
@@ -32,6 +35,11 @@ pub mod buffer;
 mod protocol;
 #[cfg(loom)]
 pub mod protocol;
+
+#[cfg(not(loom))]
+mod phase_protocol;
+#[cfg(loom)]
+pub mod phase_protocol;
 
 /// Benchmark-only baseline listener strategy (`bench-baseline` feature).
 #[cfg(all(feature = "bench-baseline", not(loom)))]
@@ -57,7 +65,7 @@ mod tunables;
 mod waiting;
 
 #[cfg(not(loom))]
-pub use registry::{disable, enable, DisableError, EnableError};
+pub use registry::{disable, enable, enable_with, DisableError, EnableError, Protocol};
 
 /// Bytes a buffer of `packets` packets occupies (getHostcallBufferSize); the
 /// same value as upstream for every count, 0 included.

@@ -16,6 +16,11 @@
 //!   0: the device protocol needs n ≥ 2 (upstream assumes it silently).
 //! * NULL or not 8-aligned buffer, or a range that wraps the address space →
 //!   false.
+//! * Phase-bit buffers (`enable_with`, `Protocol::PhaseBit`): one packet is
+//!   enough (no tagged pointers); the occupancy bitmap must be non-NULL,
+//!   4-aligned and outside the buffer, and is never read or written by the host (only its address
+//!   goes into the buffer). Disabling works the same for both protocols; the
+//!   abandoned-request warning counts packets whose phases differ.
 //! * Enabling a buffer that is already enabled → false, logged; the first
 //!   registration stays intact and the buffer is not re-initialized (waves may
 //!   be using it). A buffer overlapping another enabled buffer → false.
@@ -53,10 +58,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
+use super::buffer::phase::PhaseBuffer;
 use super::buffer::DeviceBuffer;
-use super::layout;
-use super::listener::{self, Entry, Listener, SignalApi};
+use super::listener::{self, Entry, EntryBuffer, Listener, ScanCell, SignalApi};
 use super::protocol::Gate;
+use super::{layout, phase_layout};
 use crate::log::Level;
 
 /// Longest the last `disableHostcalls` waits for the listener thread to end
@@ -72,6 +78,9 @@ pub enum EnableError {
     NullBuffer,
     Misaligned(usize),
     TooFewPackets(u32),
+    /// Phase-bit without an occupancy bitmap, or it is not 4-aligned, wraps
+    /// the address space or overlaps the buffer.
+    BadOccupancy(usize),
     AddressRange,
     AlreadyEnabled,
     Overlaps(usize),
@@ -88,7 +97,14 @@ impl core::fmt::Display for EnableError {
                 write!(f, "buffer {a:#x} is not aligned to {} bytes", layout::BUFFER_ALIGNMENT)
             }
             EnableError::TooFewPackets(n) => {
-                write!(f, "{n} packets: the hostcall protocol needs at least 2")
+                write!(f, "{n} packets: the classic hostcall protocol needs at least 2, phase-bit 1")
+            }
+            EnableError::BadOccupancy(a) => {
+                write!(
+                    f,
+                    "occupancy bitmap {a:#x} is NULL, not aligned to 4 bytes, wraps the address space or \
+                     overlaps the buffer (phase-bit needs one of its own)"
+                )
             }
             EnableError::AddressRange => write!(f, "buffer range wraps around the address space"),
             EnableError::AlreadyEnabled => {
@@ -173,23 +189,76 @@ fn lock(state: &State) -> std::sync::MutexGuard<'_, Control> {
     state.control.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Registers `buffer` (initializing it) and starts the listener if needed.
+/// The hostcall protocol a buffer is enabled with (the device code using the
+/// buffer must have been built for the same one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Ready and free stacks of tagged pointers (`layout.rs`).
+    Classic,
+    /// Device and host phase words, packets claimed through the caller's
+    /// occupancy bitmap at `occupied` (`phase_layout.rs`).
+    PhaseBit { occupied: usize },
+}
+
+impl Protocol {
+    /// Bytes a buffer of `packets` packets occupies in this protocol.
+    pub fn buffer_size(self, packets: u32) -> usize {
+        match self {
+            Protocol::Classic => layout::buffer_size(packets),
+            Protocol::PhaseBit { .. } => phase_layout::buffer_size(packets),
+        }
+    }
+
+    fn min_packets(self) -> u32 {
+        match self {
+            // One packet would make the empty stack (0) and packet 0 alike.
+            Protocol::Classic => 2,
+            Protocol::PhaseBit { .. } => 1,
+        }
+    }
+}
+
+/// Registers `buffer` for the classic protocol (`enable_with`).
+///
+/// # Safety
+/// As `enable_with`.
+pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) -> Result<(), EnableError> {
+    // SAFETY: forwarded contract.
+    unsafe { enable_with(buffer, packets, queue, Protocol::Classic) }
+}
+
+/// Registers `buffer` (initializing it for `protocol`) and starts the
+/// listener if needed.
 ///
 /// # Safety
 /// `buffer`, if non-NULL and accepted, must be valid for reads and writes of
-/// `layout::buffer_size(packets)` bytes until `disable` returns for it, and
-/// accessed meanwhile only by device code following the hostcall protocol.
-pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) -> Result<(), EnableError> {
+/// `protocol.buffer_size(packets)` bytes until `disable` returns for it, and
+/// accessed meanwhile only by device code following that protocol.
+pub unsafe fn enable_with(
+    buffer: *mut c_void,
+    packets: u32,
+    queue: *const c_void,
+    protocol: Protocol,
+) -> Result<(), EnableError> {
     let base = NonNull::new(buffer.cast::<u8>()).ok_or(EnableError::NullBuffer)?;
     let key = base.as_ptr() as usize;
     if key % layout::BUFFER_ALIGNMENT != 0 {
         return Err(EnableError::Misaligned(key));
     }
-    if packets < 2 {
+    if packets < protocol.min_packets() {
         return Err(EnableError::TooFewPackets(packets));
     }
-    let size = layout::buffer_size(packets);
+    let size = protocol.buffer_size(packets);
     let end = key.checked_add(size).ok_or(EnableError::AddressRange)?;
+    if let Protocol::PhaseBit { occupied } = protocol {
+        // The bitmap must lie outside the buffer: waves set its bits while
+        // the host reads and writes the buffer.
+        let bitmap_end = occupied.checked_add(phase_layout::occupancy_words(packets) * 4);
+        let inside = bitmap_end.is_some_and(|bitmap_end| occupied < end && key < bitmap_end);
+        if occupied == 0 || occupied % core::mem::align_of::<u32>() != 0 || bitmap_end.is_none() || inside {
+            return Err(EnableError::BadOccupancy(occupied));
+        }
+    }
     // Relaxed: checked again under the lock below; a hint here.
     if listener::EXITING.load(Ordering::Relaxed) {
         return Err(EnableError::Exiting);
@@ -204,7 +273,7 @@ pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) ->
         if entry.key == key {
             return Err(EnableError::AlreadyEnabled);
         }
-        let other_end = entry.key + layout::buffer_size(entry.buffer.packets());
+        let other_end = entry.key + entry.buffer.size();
         if key < other_end && entry.key < end {
             return Err(EnableError::Overlaps(entry.key));
         }
@@ -213,15 +282,28 @@ pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) ->
         control.listener = Some(start_listener()?);
     }
     let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").listener);
-    // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
-    // contract covers validity and exclusive protocol access until disable.
-    let device_buffer = unsafe { DeviceBuffer::new(base, packets) };
-    device_buffer.initialize(shared.doorbell_handle());
-    control.entries.push(Arc::new(Entry::new(key, device_buffer, queue as usize)));
+    let entry_buffer = match protocol {
+        Protocol::Classic => {
+            // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
+            // contract covers validity and exclusive protocol access until disable.
+            let device_buffer = unsafe { DeviceBuffer::new(base, packets) };
+            device_buffer.initialize(shared.doorbell_handle());
+            EntryBuffer::Classic(device_buffer)
+        }
+        Protocol::PhaseBit { occupied } => {
+            // SAFETY: as above, for the phase-bit size.
+            let phase_buffer = unsafe { PhaseBuffer::new(base, packets) };
+            phase_buffer.initialize(shared.doorbell_handle(), occupied);
+            EntryBuffer::PhaseBit { buffer: phase_buffer, scan: ScanCell::new(packets) }
+        }
+    };
+    let protocol_name = entry_buffer.protocol_name();
+    control.entries.push(Arc::new(Entry::new(key, entry_buffer, queue as usize)));
     shared.publish(&control.entries);
     crate::log!(
         Level::Info,
-        "hostcall: enabled buffer {:#x} ({} packets, queue {:p}); {} buffer(s) enabled",
+        "hostcall: enabled {} buffer {:#x} ({} packets, queue {:p}); {} buffer(s) enabled",
+        protocol_name,
         key,
         packets,
         queue,
@@ -268,11 +350,16 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         // other listener thread (main or helper) may be inside this gate.
         wait_until_idle(&entry.gate, key);
     }
-    // The buffer is still valid until we return. Relaxed: a diagnostic peek.
-    if entry.buffer.ready_stack().load(Ordering::Relaxed) != 0 {
+    // The buffer is still valid until we return.
+    let waiting = match &entry.buffer {
+        // Relaxed: a diagnostic peek.
+        EntryBuffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
+        EntryBuffer::PhaseBit { buffer, .. } => super::phase_protocol::pending(buffer) > 0,
+    };
+    if waiting {
         crate::log!(
             Level::Warning,
-            "disableHostcalls({key:#x}): packets were still waiting on the ready stack; they are \
+            "disableHostcalls({key:#x}): packets were still waiting to be served; they are \
              abandoned and their waves get no answer"
         );
     }

@@ -2,10 +2,11 @@
 //! against, swappable for loom's model-checked versions (`--cfg loom`), in the
 //! manner of crossbeam's `primitive` module.
 //!
-//! Only `protocol.rs` and the loom half of `buffer.rs` import from here, so the
-//! code loom explores is exactly the code the listener runs: the detach / walk /
-//! serve / release steps of the ready stack and the registration gate between
-//! `disableHostcalls` and the listener. The listener loop, the registry and the
+//! Only `protocol.rs`, `phase_protocol.rs` and the loom halves of `buffer.rs`
+//! and `buffer/phase.rs` import from here, so the code loom explores is exactly
+//! the code the listener runs: the detach / walk / serve / release steps of the
+//! ready stack, the phase-bit scan / serve / hand-back, and the registration
+//! gate between `disableHostcalls` and the listener. The listener loop, the registry and the
 //! HSA calls use `std` directly and are not modelled (loom cannot model the
 //! HSA doorbell; the doorbell's role in the model is played by a loom atomic).
 

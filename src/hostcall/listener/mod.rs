@@ -55,7 +55,7 @@ mod doorbell;
 mod serve_loop;
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,7 +64,9 @@ pub use doorbell::{Doorbell, SignalApi};
 pub(super) use serve_loop::serve_entry;
 pub use serve_loop::spawn;
 
+use super::buffer::phase::PhaseBuffer;
 use super::buffer::DeviceBuffer;
+use super::phase_protocol::ScanLimit;
 use super::protocol::Gate;
 use super::service::Services;
 use super::tunables;
@@ -121,11 +123,65 @@ pub fn on_any_listener_thread() -> bool {
     CURRENT.try_with(|c| c.get() != 0).unwrap_or(false)
 }
 
+/// A registered buffer, in the protocol it was enabled with.
+pub enum EntryBuffer {
+    /// The classic protocol (ready and free stacks).
+    Classic(DeviceBuffer),
+    /// The phase-bit protocol, with the host's scan state.
+    PhaseBit { buffer: PhaseBuffer, scan: ScanCell },
+}
+
+impl EntryBuffer {
+    /// Bytes of device-shared memory the buffer spans.
+    pub fn size(&self) -> usize {
+        match self {
+            EntryBuffer::Classic(buffer) => super::layout::buffer_size(buffer.packets()),
+            EntryBuffer::PhaseBit { buffer, .. } => super::phase_layout::buffer_size(buffer.packets()),
+        }
+    }
+
+    pub fn protocol_name(&self) -> &'static str {
+        match self {
+            EntryBuffer::Classic(_) => "classic",
+            EntryBuffer::PhaseBit { .. } => "phase-bit",
+        }
+    }
+}
+
+/// A phase-bit buffer's `ScanLimit`, used only by the thread inside the
+/// buffer's gate: relaxed accesses suffice, the gate's release/acquire orders
+/// one holder's store before the next holder's load.
+pub struct ScanCell {
+    limit: AtomicU32,
+    narrowed_visits: AtomicU32,
+}
+
+impl ScanCell {
+    pub fn new(packets: u32) -> ScanCell {
+        let full = ScanLimit::full(packets);
+        ScanCell { limit: AtomicU32::new(full.limit), narrowed_visits: AtomicU32::new(full.narrowed_visits) }
+    }
+
+    pub fn get(&self) -> ScanLimit {
+        // Relaxed: see the type's docs.
+        ScanLimit {
+            limit: self.limit.load(Ordering::Relaxed),
+            narrowed_visits: self.narrowed_visits.load(Ordering::Relaxed),
+        }
+    }
+
+    pub fn set(&self, scan: ScanLimit) {
+        // Relaxed: see the type's docs.
+        self.limit.store(scan.limit, Ordering::Relaxed);
+        self.narrowed_visits.store(scan.narrowed_visits, Ordering::Relaxed);
+    }
+}
+
 /// One registered buffer.
 pub struct Entry {
     /// The buffer address (registry key and printf's buffer key).
     pub key: usize,
-    pub buffer: DeviceBuffer,
+    pub buffer: EntryBuffer,
     /// The queue passed to enableHostcalls (only compared on disable).
     pub queue: usize,
     pub gate: Gate,
@@ -134,7 +190,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn new(key: usize, buffer: DeviceBuffer, queue: usize) -> Entry {
+    pub fn new(key: usize, buffer: EntryBuffer, queue: usize) -> Entry {
         Entry { key, buffer, queue, gate: Gate::new(), class: BufferClass::new() }
     }
 }

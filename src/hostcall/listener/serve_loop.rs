@@ -7,8 +7,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
-use super::{Entry, Listener, CURRENT, EXITING, LIVE_THREADS, POLL_WINDOW, SERVING, WAIT_TIMEOUT};
-use crate::hostcall::protocol::{drain_ready_packets, Gate};
+use super::{
+    Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, POLL_WINDOW, SERVING, WAIT_TIMEOUT,
+};
+use crate::hostcall::buffer::DeviceBuffer;
+use crate::hostcall::phase_protocol::{serve_phases, PendingPhasePacket};
+use crate::hostcall::protocol::{drain_ready_packets, DrainStats, Gate};
 use crate::log::{panic_message, Level};
 
 /// Spins (with `spin_loop` hints doubling per round) before the poll loop
@@ -149,7 +153,7 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
         // No peek at the ready stack before entering the gate: once disable
         // has closed the gate and seen it idle, the buffer may already be
         // freed although this snapshot still lists it. `serve_entry` enters
-        // first; `drain_ready` then peeks (relaxed) before any write.
+        // first; `drain_ready_packets` then peeks (relaxed) before any write.
         let start = clock.now();
         if role == Role::Helper {
             listener.helper_watch.visit_begins(start);
@@ -189,19 +193,45 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
     result
 }
 
-/// Detaches and serves one buffer's ready stack (if its gate lets us in);
-/// returns the number of packets served (a dropped bad pointer counts as 1).
+/// Serves one buffer (if its gate lets us in), in its protocol; returns the
+/// number of packets served (a dropped bad pointer counts as 1).
 pub(in crate::hostcall) fn serve_entry(listener: &Listener, entry: &Entry) -> u32 {
     if !entry.gate.enter() {
         return 0;
     }
     let _inside = Inside::new(&entry.gate);
-    let stats = drain_ready_packets(
-        &entry.buffer,
-        |packet| listener.services.serve_packet(packet),
-        // Relaxed: a hint; the exit hook waits for the thread to leave.
-        || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed),
-    );
+    // Relaxed: a hint; the exit hook waits for the thread to leave.
+    let keep_going = || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed);
+    match &entry.buffer {
+        EntryBuffer::Classic(buffer) => serve_classic(
+            entry,
+            buffer,
+            drain_ready_packets(buffer, |packet| listener.services.serve_packet(packet), keep_going),
+        ),
+        EntryBuffer::PhaseBit { buffer, scan } => {
+            let mut limit = scan.get();
+            let serve = |packet: &mut PendingPhasePacket<'_>| listener.services.serve_packet(packet);
+            let stats = serve_phases(buffer, &mut limit, serve, keep_going);
+            scan.set(limit);
+            if stats.odd_phases > 0 {
+                crate::log!(
+                    Level::Error,
+                    "hostcall: buffer {:#x}: {} packet(s) had a device phase other than 0 or 1 \
+                     (corruption); served once and settled",
+                    entry.key,
+                    stats.odd_phases
+                );
+            }
+            if stats.stopped {
+                log_abandoned(entry);
+            }
+            stats.served
+        }
+    }
+}
+
+/// Logs what a classic visit found wrong; returns the packets it counts as served.
+fn serve_classic(entry: &Entry, buffer: &DeviceBuffer, stats: DrainStats) -> u32 {
     if let Some(ptr) = stats.bad_pointer {
         crate::log!(
             Level::Error,
@@ -209,8 +239,8 @@ pub(in crate::hostcall) fn serve_entry(listener: &Listener, entry: &Entry) -> u3
              below the packet count {}; it and the packets behind it are dropped, never touched",
             entry.key,
             ptr,
-            ptr & entry.buffer.index_mask(),
-            entry.buffer.packets()
+            ptr & buffer.index_mask(),
+            buffer.packets()
         );
     }
     if stats.cycle {
@@ -219,22 +249,26 @@ pub(in crate::hostcall) fn serve_entry(listener: &Listener, entry: &Entry) -> u3
             "hostcall: buffer {:#x}: ready stack chain reaches a packet without READY or is longer \
              than its {} packets (a cycle or corruption); walk stopped, each packet served at most once",
             entry.key,
-            entry.buffer.packets()
+            buffer.packets()
         );
     }
     if stats.stopped {
-        crate::log!(
-            Level::Warning,
-            "hostcall: buffer {:#x} is being disabled (or the process is exiting) while packets of \
-             it were still waiting; they are abandoned and their waves get no answer",
-            entry.key
-        );
+        log_abandoned(entry);
     }
     if stats.did_work() {
         stats.served.max(1)
     } else {
         0
     }
+}
+
+fn log_abandoned(entry: &Entry) {
+    crate::log!(
+        Level::Warning,
+        "hostcall: buffer {:#x} is being disabled (or the process is exiting) while packets of \
+         it were still waiting; they are abandoned and their waves get no answer",
+        entry.key
+    );
 }
 
 /// Backoff for the poll window: exponential spin, then yield.
@@ -351,6 +385,13 @@ fn run_loop(
         if listener.should_stop() {
             return;
         }
-        listener.doorbell_wait_value(observed, WAIT_TIMEOUT);
+        if listener.doorbell_wait_value(observed, WAIT_TIMEOUT) != observed {
+            // A ring opens the poll window even if the scan it wakes finds
+            // nothing (its packet may have been served before the ring
+            // landed): phase-bit waves ring at most once per ~10 µs per
+            // device, so requests right after a ring may come without one.
+            poll_until = Some(Instant::now() + POLL_WINDOW);
+            step = 0;
+        }
     }
 }

@@ -1,0 +1,12 @@
+/* Device simulator: helpers its protocol files share (not part of its API). */
+#ifndef AMDGPU_DROPIN_DEVICE_SIM_INTERNAL_H
+#define AMDGPU_DROPIN_DEVICE_SIM_INTERNAL_H
+
+#include <stdint.h>
+
+/* One step of a wait loop: a short busy pause first, then yield. */
+void device_sim_wait_step(uint32_t iteration);
+/* Now plus timeout_ns (0: the default of 10 s), in device_sim_now_ns time. */
+uint64_t device_sim_deadline_after(uint64_t timeout_ns);
+
+#endif /* AMDGPU_DROPIN_DEVICE_SIM_INTERNAL_H */

@@ -1,0 +1,246 @@
+//! Choosing the hostcall protocol at enable time (part of
+//! `include/amdgpu_dropin_hostcall.h`): buffer size and alignment per
+//! protocol, the occupancy bitmap of the phase-bit protocol, enable and
+//! disable with a status. The classic `rochostcall.hpp` entry points keep the
+//! classic protocol.
+//!
+//! Only argument checks, logging, the panic boundary and status conversion
+//! live here; the logic is in `crate::hostcall::{registry, phase_layout}`.
+#![cfg(not(loom))]
+
+use core::ffi::c_void;
+
+use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_string;
+use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t;
+use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t as Status;
+use crate::hostcall::{self, layout, phase_layout, DisableError, EnableError, Protocol};
+use crate::log::Level;
+
+/// The hostcall protocols. The device code using a buffer must have been
+/// built for the protocol the buffer is enabled with.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum amdgpu_dropin_hostcall_protocol_t {
+    /// Packets on lock-free ready and free stacks (ROCm device libraries'
+    /// long-standing protocol; what `enableHostcalls` sets up).
+    AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC = 0,
+    /// Device and host phase words per packet, packets claimed through an
+    /// occupancy bitmap (device libraries built with USE_NEW_HOSTCALL_IMPL).
+    AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT = 1,
+}
+
+use amdgpu_dropin_hostcall_protocol_t as ProtocolId;
+
+/// The protocol a C value names, without the bitmap.
+fn protocol_id(protocol: u32) -> Option<ProtocolId> {
+    match protocol {
+        0 => Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC),
+        1 => Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT),
+        _ => None,
+    }
+}
+
+/// Bytes a hostcall buffer of `num_packets` packets occupies in `protocol`
+/// (an `amdgpu_dropin_hostcall_protocol_t` value); 0 for an unknown protocol.
+/// For the classic protocol the same as `getHostcallBufferSize`.
+#[no_mangle]
+pub extern "C" fn amdgpu_dropin_hostcall_buffer_size(protocol: u32, num_packets: u32) -> usize {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_buffer_size", {
+        match protocol_id(protocol) {
+            Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC) => layout::buffer_size(num_packets),
+            Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT) => {
+                phase_layout::buffer_size(num_packets)
+            }
+            None => 0,
+        }
+    })
+}
+
+/// Required alignment of a hostcall buffer in `protocol` (8 for both); 0 for
+/// an unknown protocol.
+#[no_mangle]
+pub extern "C" fn amdgpu_dropin_hostcall_buffer_alignment(protocol: u32) -> u32 {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_buffer_alignment", {
+        match protocol_id(protocol) {
+            Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC) => layout::BUFFER_ALIGNMENT as u32,
+            Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT) => {
+                phase_layout::PHASE_BUFFER_ALIGNMENT as u32
+            }
+            None => 0,
+        }
+    })
+}
+
+/// Bytes of the occupancy bitmap a phase-bit buffer of `num_packets` packets
+/// needs: one bit per packet in 32-bit words (ceil(num_packets / 32) * 4).
+/// Allocate it where the device can use atomics on it (device memory on a
+/// GPU), 4-aligned, zeroed; the library never reads or writes it.
+#[no_mangle]
+pub extern "C" fn amdgpu_dropin_hostcall_occupancy_size(num_packets: u32) -> usize {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_occupancy_size", {
+        phase_layout::occupancy_words(num_packets) * core::mem::size_of::<u32>()
+    })
+}
+
+/// Initializes `buffer` for `protocol` and registers it with the listener,
+/// as `enableHostcalls` does for the classic protocol.
+///
+/// * Classic: `occupancy` must be NULL; at least 2 packets.
+/// * Phase-bit: `occupancy` is the zeroed bitmap
+///   (`amdgpu_dropin_hostcall_occupancy_size` bytes, 4-aligned) whose address
+///   the buffer hands to device code; at least 1 packet.
+///
+/// The buffer must be `amdgpu_dropin_hostcall_buffer_size(protocol,
+/// num_packets)` bytes with `amdgpu_dropin_hostcall_buffer_alignment(protocol)`
+/// alignment. Classic and phase-bit buffers can be enabled at the same time;
+/// one listener serves both, with the same services and handlers. Disable
+/// with `amdgpu_dropin_hostcall_disable` or `disableHostcalls`.
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (NULL or misaligned buffer or bitmap,
+/// a bitmap inside the buffer, a bitmap for classic, too few packets, an unknown protocol, a range that
+/// wraps the address space), `_ERROR_ALREADY_ENABLED`, `_ERROR_HSA` (no HSA
+/// runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
+/// thread cannot start). Every error is logged.
+///
+/// # Safety
+/// `buffer` must be valid for reads and writes of the buffer size until
+/// disable returns for it, and used meanwhile only by device code speaking
+/// `protocol`. `occupancy` (phase-bit) must stay valid as long.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_enable(
+    buffer: *mut c_void,
+    num_packets: u32,
+    queue: *const c_void,
+    protocol: u32,
+    occupancy: *mut u32,
+) -> amdgpu_dropin_hostcall_status_t {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_enable", {
+        let chosen = match (protocol_id(protocol), occupancy.is_null()) {
+            (Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC), true) => Ok(Protocol::Classic),
+            (Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT), _) => {
+                Ok(Protocol::PhaseBit { occupied: occupancy as usize })
+            }
+            (Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC), false) => {
+                Err("the classic protocol takes no occupancy bitmap".to_string())
+            }
+            (None, _) => Err(format!("unknown protocol {protocol}")),
+        };
+        let result = match chosen {
+            // SAFETY: forwarded caller contract (see `# Safety`).
+            Ok(chosen) => unsafe { hostcall::enable_with(buffer, num_packets, queue, chosen) }
+                .map_err(|e| (enable_status(&e), e.to_string())),
+            Err(text) => Err((Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, text)),
+        };
+        match result {
+            Ok(()) => Status::AMDGPU_DROPIN_HOSTCALL_OK,
+            Err((status, text)) => {
+                crate::log!(
+                    Level::Error,
+                    "amdgpu_dropin_hostcall_enable(buffer={buffer:p}, num_packets={num_packets}, \
+                     queue={queue:p}, protocol={protocol}, occupancy={occupancy:p}): {text}"
+                );
+                status
+            }
+        }
+    })
+}
+
+fn enable_status(error: &EnableError) -> Status {
+    match error {
+        EnableError::NullBuffer
+        | EnableError::Misaligned(_)
+        | EnableError::TooFewPackets(_)
+        | EnableError::BadOccupancy(_)
+        | EnableError::AddressRange => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT,
+        EnableError::AlreadyEnabled | EnableError::Overlaps(_) => {
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED
+        }
+        EnableError::Hsa(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA,
+        EnableError::Exiting | EnableError::Thread(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_UNAVAILABLE,
+    }
+}
+
+/// Unregisters a buffer enabled in either protocol (as `disableHostcalls`,
+/// with a status): when it returns the listener no longer touches the buffer
+/// (nor its occupancy bitmap, which it never touches), except when called
+/// from a service of that same buffer (see `disableHostcalls`).
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (NULL buffer), `_ERROR_NOT_ENABLED`.
+///
+/// # Safety
+/// `buffer` is only compared with the enabled buffers before use.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_disable(
+    buffer: *mut c_void,
+    queue: *const c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    crate::ffi_boundary!("amdgpu_dropin_hostcall_disable", {
+        match hostcall::disable(buffer, queue) {
+            Ok(()) => Status::AMDGPU_DROPIN_HOSTCALL_OK,
+            Err(error) => {
+                let status = match error {
+                    DisableError::NullBuffer => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT,
+                    DisableError::NotEnabled => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
+                };
+                crate::log!(
+                    Level::Warning,
+                    "amdgpu_dropin_hostcall_disable(buffer={buffer:p}, queue={queue:p}): {error} ({})",
+                    // SAFETY: status_string returns a static NUL-terminated string.
+                    unsafe { core::ffi::CStr::from_ptr(amdgpu_dropin_hostcall_status_string(status as i32)) }
+                        .to_string_lossy()
+                );
+                status
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_alignments_per_protocol() {
+        for n in [0u32, 1, 2, 3, 64, 1000] {
+            assert_eq!(amdgpu_dropin_hostcall_buffer_size(0, n), layout::buffer_size(n));
+            assert_eq!(amdgpu_dropin_hostcall_buffer_size(1, n), phase_layout::buffer_size(n));
+            assert_eq!(amdgpu_dropin_hostcall_buffer_size(2, n), 0);
+        }
+        assert_eq!(amdgpu_dropin_hostcall_buffer_alignment(0), 8);
+        assert_eq!(amdgpu_dropin_hostcall_buffer_alignment(1), 8);
+        assert_eq!(amdgpu_dropin_hostcall_buffer_alignment(7), 0);
+        assert_eq!(amdgpu_dropin_hostcall_occupancy_size(0), 0);
+        assert_eq!(amdgpu_dropin_hostcall_occupancy_size(1), 4);
+        assert_eq!(amdgpu_dropin_hostcall_occupancy_size(33), 8);
+    }
+
+    #[test]
+    fn enable_rejects_bad_arguments_before_touching_anything() {
+        let mut buffer = vec![0u64; phase_layout::buffer_size(4) / 8];
+        let mut bitmap = [0u32; 1];
+        let b = buffer.as_mut_ptr().cast::<c_void>();
+        let q = core::ptr::null();
+        let invalid = Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT;
+        // SAFETY: every call below is rejected before the buffer is used.
+        unsafe {
+            assert_eq!(amdgpu_dropin_hostcall_enable(b, 4, q, 5, core::ptr::null_mut()), invalid);
+            assert_eq!(amdgpu_dropin_hostcall_enable(b, 4, q, 0, bitmap.as_mut_ptr()), invalid);
+            assert_eq!(amdgpu_dropin_hostcall_enable(b, 4, q, 1, core::ptr::null_mut()), invalid);
+            let odd = bitmap.as_mut_ptr().cast::<u8>().add(1).cast::<u32>();
+            assert_eq!(amdgpu_dropin_hostcall_enable(b, 4, q, 1, odd), invalid);
+            assert_eq!(amdgpu_dropin_hostcall_enable(b, 0, q, 1, bitmap.as_mut_ptr()), invalid);
+            let inside = buffer.as_mut_ptr().add(100).cast::<u32>();
+            assert_eq!(amdgpu_dropin_hostcall_enable(b, 4, q, 1, inside), invalid, "bitmap in the buffer");
+            assert_eq!(amdgpu_dropin_hostcall_enable(b, 1, q, 0, core::ptr::null_mut()), invalid);
+            assert_eq!(
+                amdgpu_dropin_hostcall_disable(core::ptr::null_mut(), q),
+                Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT
+            );
+            assert_eq!(
+                amdgpu_dropin_hostcall_disable(b, q),
+                Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED
+            );
+        }
+        assert!(buffer.iter().all(|w| *w == 0));
+    }
+}
