@@ -1,22 +1,24 @@
 /* hostcall_bench: FUNCTION_CALL round trips from simulated GPU waves (the
  * device simulator) through the hostcall listener, on the software HSA
- * runtime, measured for the product listener ("ours") and for the baseline
- * strategy ("baseline", a re-implementation of upstream's listener built into
- * the benchmark variant of the library with the `bench-baseline` feature).
- * Both run in the same process, one configuration after the other, so every
- * figure is printed as a ratio against the baseline of the same run.
+ * runtime, measured for the product listener ("ours", the product library)
+ * and for the baseline strategy ("baseline", bench/baseline's
+ * libhostcall_baseline.so, our C implementation of upstream's 2019-20
+ * listener). Both libraries are dlopen'ed RTLD_LOCAL into the same process
+ * and measured one after the other, so every figure is a ratio against the
+ * baseline of the same run.
  *
- * Per configuration (listener mode x wake delay x waves W x buffers B):
- * round trips per second, p50/p99/p99.9 round-trip latency, process CPU and
- * listener-thread CPU per round trip. Plus the idle listener CPU (buffers
- * enabled, no traffic, periodic re-check off) and the slow-buffer isolation
- * case. Output: a table on stdout, a JSON file, an SVG plot.
- *
- * Usage: hostcall_bench [--duration-ms N] [--warmup-ms N] [--idle-ms N]
- *                       [--json PATH] [--svg PATH] [--quick] [--no-isolation]
- *                       [--no-idle] [--modes baseline,ours] [--delays 0,20]
- *                       [--waves 1,4,16,64] [--buffers 1,8]
- *                       [--wave-sched idle|nice19|normal] [--pin] [--no-wave-yield] [--segments N]
+ * Two ways to play the waves:
+ *  * device model (the main figures): one host thread plays all W waves as a
+ *    GPU does, each wave a non-blocking state machine (post, then poll), so
+ *    the device costs one core whatever W is and the listener's own CPU time
+ *    per round trip is measured apart; optionally paced (each wave pauses P
+ *    us after each answer). Medians of alternating rounds.
+ *  * thread per wave: one host thread per wave (device_sim_waves). With more
+ *    wave threads than cores its figures measure the host scheduler more
+ *    than the listener (marked "scheduler-bound"); kept for the W = 1 figure
+ *    and the slow-buffer isolation case.
+ * Plus the idle listener CPU. Output: tables on stdout, a JSON file, an SVG
+ * plot. Options: see usage() and bench/README.md.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -38,11 +40,10 @@
 
 #include "device_sim.h"
 #include "hsa_sim.h"
-#include "rochostcall.hpp"
+#include <dlfcn.h>
 
 /* ---- settings ------------------------------------------------------------ */
 
-#define LISTENER_ENV "AMDGPU_DROPIN_HOSTCALL_LISTENER"
 /* Thread names the library gives its listener threads (Linux comm, <= 15
  * chars): product listener, its helper for slow buffers, baseline. */
 #define THREAD_PREFIX "amdgpu-h"
@@ -77,6 +78,17 @@ typedef struct {
   uint32_t wave_count;
   uint32_t buffers[MAX_LIST];
   uint32_t buffer_count;
+  /* device-model mode */
+  bool device;
+  bool threads;
+  uint32_t rounds;
+  uint32_t device_ms;
+  uint32_t device_waves[MAX_LIST];
+  uint32_t device_wave_count;
+  uint32_t paces[MAX_LIST];
+  uint32_t pace_count;
+  uint32_t paced_waves[MAX_LIST];
+  uint32_t paced_wave_count;
 } options_t;
 
 /* ---- latency histogram (log-linear, 32 sub-buckets per power of two) ------- */
@@ -163,6 +175,10 @@ static bool g_pin = false;
  * time slice (milliseconds), which shows up as a p99 of the simulation's
  * scheduling, not of the listener. Same for both modes. */
 static bool g_wave_yield = true;
+
+/* Whether enable_buffers pins the listener threads to CPU 0: --pin in the
+ * thread-per-wave mode; the default of the device-model mode. */
+static bool g_pin_listener = false;
 
 static void pin_current_thread_to_waves(void) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -353,9 +369,10 @@ static uint64_t listener_cpu_delta(const thread_set_t* before, const thread_set_
   return total;
 }
 
-/* Pins the listener threads in `set` to CPU 0 (see g_pin). */
-static void pin_listener_threads(const thread_set_t* set) {
-  if (!g_pin || sysconf(_SC_NPROCESSORS_ONLN) < 2) return;
+/* Pins the listener threads in `set` to CPU 0 when `pin` (see g_pin and the
+ * device-model mode). */
+static void pin_listener_threads(const thread_set_t* set, bool pin) {
+  if (!pin || sysconf(_SC_NPROCESSORS_ONLN) < 2) return;
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   CPU_SET(0, &cpus);
@@ -383,8 +400,55 @@ static void sleep_ms(uint32_t ms) {
 
 static void* g_buffers[MAX_BUFFERS];
 
+/* The two listeners, each a shared library exporting the four hostcall
+ * functions, dlopen'ed RTLD_LOCAL side by side: the product library and
+ * bench/baseline's libhostcall_baseline.so. Paths from the build
+ * (overridable with --ours-lib / --baseline-lib). */
+typedef struct {
+  void* handle;
+  size_t (*size)(uint32_t);
+  uint32_t (*alignment)(void);
+  bool (*enable)(void*, uint32_t, const void*);
+  void (*disable)(void*, const void*);
+} hostcall_lib_t;
+
+static hostcall_lib_t g_libs[MODE_COUNT];
+static const char* g_lib_paths[MODE_COUNT] = {HOSTCALL_BENCH_BASELINE_LIB, HOSTCALL_BENCH_OURS_LIB};
+/* The mode whose library enabled the buffers currently enabled. */
+static int g_mode;
+
+static bool load_libraries(void) {
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    hostcall_lib_t* lib = &g_libs[m];
+    lib->handle = dlopen(g_lib_paths[m], RTLD_NOW | RTLD_LOCAL);
+    if (lib->handle == NULL) {
+      fprintf(stderr, "hostcall_bench: cannot load the %s listener: %s\n", kModeName[m], dlerror());
+      return false;
+    }
+    /* POSIX: a function's address round-trips through dlsym's void*
+     * (copied, as ISO C has no cast between the two). */
+    void* f[4] = {dlsym(lib->handle, "getHostcallBufferSize"),
+                  dlsym(lib->handle, "getHostcallBufferAlignment"),
+                  dlsym(lib->handle, "enableHostcalls"), dlsym(lib->handle, "disableHostcalls")};
+    memcpy(&lib->size, &f[0], sizeof(f[0]));
+    memcpy(&lib->alignment, &f[1], sizeof(f[1]));
+    memcpy(&lib->enable, &f[2], sizeof(f[2]));
+    memcpy(&lib->disable, &f[3], sizeof(f[3]));
+    if (!lib->size || !lib->alignment || !lib->enable || !lib->disable) {
+      fprintf(stderr, "hostcall_bench: %s lacks a hostcall function\n", g_lib_paths[m]);
+      return false;
+    }
+  }
+  if (g_libs[0].size(PACKETS_PER_BUFFER) != g_libs[1].size(PACKETS_PER_BUFFER) ||
+      g_libs[0].alignment() != g_libs[1].alignment()) {
+    fprintf(stderr, "hostcall_bench: the two libraries disagree on the buffer layout\n");
+    return false;
+  }
+  return true;
+}
+
 static bool alloc_buffers(void) {
-  size_t size = getHostcallBufferSize(PACKETS_PER_BUFFER);
+  size_t size = g_libs[MODE_OURS].size(PACKETS_PER_BUFFER);
   size_t rounded = (size + 4095u) & ~(size_t)4095u;
   for (uint32_t i = 0; i < MAX_BUFFERS; ++i) {
     g_buffers[i] = aligned_alloc(4096, rounded);
@@ -400,14 +464,11 @@ static void disable_buffers(uint32_t count);
  * with the first enable and reads the mode then) and checks that the
  * library really runs that listener. */
 static bool enable_buffers(int mode, uint32_t count) {
-  if (mode == MODE_BASELINE) {
-    setenv(LISTENER_ENV, "baseline", 1);
-  } else {
-    unsetenv(LISTENER_ENV);
-  }
+  g_mode = mode;
   for (uint32_t i = 0; i < count; ++i) {
-    if (!enableHostcalls(g_buffers[i], PACKETS_PER_BUFFER, g_buffers[i])) {
-      fprintf(stderr, "hostcall_bench: enableHostcalls failed (AMD_LOG_LEVEL=1 says why)\n");
+    if (!g_libs[mode].enable(g_buffers[i], PACKETS_PER_BUFFER, g_buffers[i])) {
+      fprintf(stderr, "hostcall_bench: %s enableHostcalls failed (AMD_LOG_LEVEL=1 says why)\n",
+              kModeName[mode]);
       disable_buffers(i);
       return false;
     }
@@ -420,26 +481,30 @@ static bool enable_buffers(int mode, uint32_t count) {
     if (has_thread(&set, want)) break;
     sleep_ms(5);
   }
-  pin_listener_threads(&set);
+  pin_listener_threads(&set, g_pin_listener);
   if (!has_thread(&set, want)) {
     disable_buffers(count);
-    fprintf(stderr,
-            "hostcall_bench: no listener thread named \"%s\" after enabling buffers%s\n", want,
-            mode == MODE_BASELINE
-                ? " (the library was built without the bench-baseline feature?)"
-                : "");
+    fprintf(stderr, "hostcall_bench: no listener thread named \"%s\" after enabling buffers\n",
+            want);
     return false;
   }
   return true;
 }
 
 static void disable_buffers(uint32_t count) {
-  for (uint32_t i = 0; i < count; ++i) disableHostcalls(g_buffers[i], g_buffers[i]);
+  for (uint32_t i = 0; i < count; ++i) g_libs[g_mode].disable(g_buffers[i], g_buffers[i]);
 }
 
 /* ---- one measured configuration ---------------------------------------- */
 
-enum { KIND_THROUGHPUT = 0, KIND_ISOLATION_REF = 1, KIND_ISOLATION_SLOW = 2 };
+enum {
+  KIND_THROUGHPUT = 0,     /* thread-per-wave mode */
+  KIND_ISOLATION_REF = 1,  /* thread-per-wave, slow-buffer case without the slow wave */
+  KIND_ISOLATION_SLOW = 2, /* ... with it */
+  KIND_DEVICE = 3,         /* device-model mode, every wave calling again at once */
+  KIND_PACED = 4,          /* device-model mode, each wave waiting pace_us after an answer */
+};
+#define MAX_ROUNDS 15
 
 typedef struct {
   int kind;
@@ -464,6 +529,13 @@ typedef struct {
   uint64_t acc_sum_ns, acc_window_ns, acc_proc_ns, acc_listener_ns, acc_other_ns;
   uint64_t hist[BUCKETS];
   uint64_t slow_calls;     /* isolation: calls of the slow wave in the window */
+  /* device-model mode: the pace, and the figures of each round (the
+   * reported figures are their medians) */
+  uint32_t pace_us;
+  uint32_t rounds;
+  double round_rts[MAX_ROUNDS], round_p50[MAX_ROUNDS], round_p99[MAX_ROUNDS],
+      round_p999[MAX_ROUNDS], round_lcpu[MAX_ROUNDS], round_dcpu[MAX_ROUNDS];
+  double device_cpu_us_per_rt; /* the device thread's own CPU per round trip */
 } result_t;
 
 static wave_state_t g_states[MAX_WAVES + 1];
@@ -516,7 +588,7 @@ static bool run_segment(const options_t* opt, result_t* r, uint32_t duration_ms)
 
   thread_set_t before, after;
   listener_threads(&before);
-  pin_listener_threads(&before); /* helpers started during the warm-up */
+  pin_listener_threads(&before, g_pin_listener); /* helpers started during the warm-up */
   uint64_t busy0 = machine_busy_ns();
   uint64_t cpu0 = process_cpu_ns();
   uint64_t t0 = device_sim_now_ns();
@@ -591,6 +663,274 @@ static void measure_pair(const options_t* opt, result_t* pair[MODE_COUNT]) {
   }
 }
 
+/* ---- device-model mode --------------------------------------------------------- */
+
+/* One host thread plays every wave, as a GPU runs them: each wave is a state
+ * machine that pops a free packet, fills it (64 active lanes, the trivial
+ * host function), pushes it on the ready stack, rings the doorbell, then
+ * polls its READY bit; when answered it checks the 64 answers, returns the
+ * packet and (paced) waits pace_us before its next call. The device thread
+ * never blocks and never yields, so it costs one core whatever W is, and the
+ * listener's own CPU time per round trip (its threads' clocks) is the figure
+ * that matters: on a GPU the waves cost the host nothing. By default the
+ * device thread runs on CPU 1 and the listener threads on CPU 0 (--no-pin:
+ * no pinning). */
+
+#define DEVICE_CPU 1
+#define DEVICE_DRAIN_NS (2ull * 1000 * 1000 * 1000)
+
+typedef struct {
+  void* buffer;
+  uint64_t ptr;
+  uint64_t t_post;
+  uint64_t ready_at;
+  uint32_t call;
+  bool posted;
+  uint64_t lanes[64][8];
+} sim_wave_t;
+
+typedef struct {
+  uint32_t waves;
+  uint64_t pace_ns;
+  bool pin;
+  sim_wave_t* wave;
+  _Atomic int stop;
+  _Atomic int measuring;
+  /* Written by the device thread only; read after it is joined. */
+  uint64_t count;
+  uint64_t answered; /* all answered calls, warm-up included */
+  bool failed;
+  char failure[160];
+  uint64_t hist[BUCKETS];
+} device_t;
+
+static bool g_device_pin = true;
+
+static void pin_current_thread_to(int cpu) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) <= cpu) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+    fprintf(stderr, "hostcall_bench: cannot pin the device thread\n");
+  }
+}
+
+static void device_fail(device_t* d, uint32_t w, const char* what) {
+  if (!d->failed) {
+    snprintf(d->failure, sizeof(d->failure), "wave %u call %u: %s", w, d->wave[w].call, what);
+  }
+  d->failed = true;
+}
+
+/* Posts wave w's next call into the packet it popped. */
+static void device_post(sim_wave_t* wave, uint32_t w) {
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    wave->lanes[lane][1] = ((uint64_t)w << 40) ^ ((uint64_t)wave->call << 8) ^ lane;
+  }
+  wave->t_post = device_sim_now_ns();
+  device_sim_fill(wave->buffer, wave->ptr, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull,
+                  (const uint64_t(*)[8])wave->lanes);
+  device_sim_push_ready(wave->buffer, wave->ptr);
+  device_sim_ring_doorbell(wave->buffer);
+  wave->posted = true;
+}
+
+/* Collects wave w's answer; false when an answer is wrong. */
+static bool device_collect(device_t* d, sim_wave_t* wave, uint64_t now) {
+  static _Thread_local uint64_t out[64][8];
+  device_sim_read_results(wave->buffer, wave->ptr, ~0ull, out);
+  device_sim_push_free(wave->buffer, wave->ptr);
+  wave->posted = false;
+  bool good = true;
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    good &= out[lane][0] == wave->lanes[lane][1] + 1 &&
+            out[lane][1] == (wave->lanes[lane][2] ^ 0x5A5A5A5A5A5A5A5Aull);
+  }
+  /* Relaxed: the main thread flips it between windows; a call at the edge
+   * lands in either window. */
+  if (atomic_load_explicit(&d->measuring, memory_order_relaxed)) {
+    d->count++;
+    d->hist[bucket_of(now - wave->t_post)]++;
+  }
+  d->answered++;
+  wave->call++;
+  wave->ready_at = now + d->pace_ns;
+  return good;
+}
+
+static void* device_main(void* arg) {
+  device_t* d = (device_t*)arg;
+  pthread_setname_np(pthread_self(), "bench-device");
+  if (d->pin) pin_current_thread_to(DEVICE_CPU);
+  /* Relaxed: a stop request only needs to be seen eventually. */
+  while (!atomic_load_explicit(&d->stop, memory_order_relaxed) && !d->failed) {
+    uint64_t now = device_sim_now_ns();
+    for (uint32_t w = 0; w < d->waves; ++w) {
+      sim_wave_t* wave = &d->wave[w];
+      if (!wave->posted) {
+        if (now >= wave->ready_at && device_sim_try_pop_free(wave->buffer, &wave->ptr)) {
+          device_post(wave, w);
+        }
+      } else if (device_sim_is_served(wave->buffer, wave->ptr)) {
+        if (!device_collect(d, wave, device_sim_now_ns())) device_fail(d, w, "wrong answer");
+      } else if (now - wave->t_post > CALL_TIMEOUT_NS) {
+        device_fail(d, w, "no answer within 30 s");
+      }
+    }
+  }
+  /* Let every posted call finish, so the buffers can be disabled with no
+   * packet left with the host. */
+  uint64_t deadline = device_sim_now_ns() + DEVICE_DRAIN_NS;
+  for (uint32_t w = 0; w < d->waves; ++w) {
+    sim_wave_t* wave = &d->wave[w];
+    while (wave->posted && !device_sim_is_served(wave->buffer, wave->ptr)) {
+      if (device_sim_now_ns() > deadline) {
+        device_fail(d, w, "no answer while stopping");
+        return NULL;
+      }
+    }
+    if (wave->posted && !device_collect(d, wave, device_sim_now_ns())) {
+      device_fail(d, w, "wrong answer");
+    }
+  }
+  return NULL;
+}
+
+static double median_of(const double* values, uint32_t n) {
+  double sorted[MAX_ROUNDS];
+  memcpy(sorted, values, n * sizeof(double));
+  for (uint32_t i = 1; i < n; ++i) {
+    for (uint32_t j = i; j > 0 && sorted[j - 1] > sorted[j]; --j) {
+      double t = sorted[j];
+      sorted[j] = sorted[j - 1];
+      sorted[j - 1] = t;
+    }
+  }
+  if (n == 0) return NAN;
+  return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+}
+
+static uint32_t g_device_warmup_ms = 50;
+
+/* One round of configuration `r` in its mode: enable, run the device thread,
+ * measure `duration_ms`, stop, disable. Adds one value per figure to r's
+ * rounds. */
+static bool run_device_round(result_t* r, uint32_t duration_ms) {
+  hsa_sim_set_wait_wake_delay_us(r->delay_us);
+  hsa_sim_set_periodic_recheck(false, 1000);
+  g_pin_listener = g_device_pin;
+  if (!enable_buffers(r->mode, r->buffers)) return false;
+  device_t* d = calloc(1, sizeof(*d));
+  sim_wave_t* waves = calloc(r->waves, sizeof(*waves));
+  if (d == NULL || waves == NULL) {
+    free(d);
+    free(waves);
+    disable_buffers(r->buffers);
+    return false;
+  }
+  d->waves = r->waves;
+  d->pace_ns = (uint64_t)r->pace_us * 1000u;
+  d->pin = g_device_pin;
+  d->wave = waves;
+  for (uint32_t w = 0; w < r->waves; ++w) {
+    waves[w].buffer = g_buffers[w % r->buffers];
+    for (uint32_t lane = 0; lane < 64; ++lane) {
+      waves[w].lanes[lane][0] = (uint64_t)(uintptr_t)&bench_function;
+      waves[w].lanes[lane][2] = (uint64_t)lane * 0x9E3779B97F4A7C15ull ^ w;
+    }
+  }
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, device_main, d) != 0) {
+    free(d);
+    free(waves);
+    disable_buffers(r->buffers);
+    return false;
+  }
+  clockid_t device_clock;
+  bool have_device_clock = pthread_getcpuclockid(thread, &device_clock) == 0;
+  sleep_ms(g_device_warmup_ms);
+
+  thread_set_t before, after;
+  struct timespec dc0 = {0, 0}, dc1 = {0, 0};
+  listener_threads(&before);
+  pin_listener_threads(&before, g_device_pin); /* helpers started during the warm-up */
+  uint64_t busy0 = machine_busy_ns();
+  uint64_t cpu0 = process_cpu_ns();
+  if (have_device_clock) clock_gettime(device_clock, &dc0);
+  uint64_t t0 = device_sim_now_ns();
+  /* Relaxed: see device_collect. */
+  atomic_store_explicit(&d->measuring, 1, memory_order_relaxed);
+  sleep_ms(duration_ms);
+  atomic_store_explicit(&d->measuring, 0, memory_order_relaxed);
+  uint64_t t1 = device_sim_now_ns();
+  if (have_device_clock) clock_gettime(device_clock, &dc1);
+  uint64_t cpu1 = process_cpu_ns();
+  uint64_t busy1 = machine_busy_ns();
+  listener_threads(&after);
+  /* Relaxed: see device_main. */
+  atomic_store_explicit(&d->stop, 1, memory_order_relaxed);
+  pthread_join(thread, NULL);
+  disable_buffers(r->buffers);
+
+  bool ok = !d->failed && d->count > 0;
+  if (d->failed) {
+    fprintf(stderr, "hostcall_bench: device model %s W=%u B=%u P=%u: %s\n", kModeName[r->mode],
+            r->waves, r->buffers, r->pace_us, d->failure);
+  }
+  if (ok && r->rounds < MAX_ROUNDS) {
+    uint64_t window = t1 - t0, calls = d->count;
+    uint32_t i = r->rounds++;
+    r->round_rts[i] = (double)calls / ((double)window / 1e9);
+    r->round_p50[i] = hist_quantile(d->hist, calls, 0.50) / 1e3;
+    r->round_p99[i] = hist_quantile(d->hist, calls, 0.99) / 1e3;
+    r->round_p999[i] = hist_quantile(d->hist, calls, 0.999) / 1e3;
+    r->round_lcpu[i] = (double)listener_cpu_delta(&before, &after) / (double)calls / 1e3;
+    r->round_dcpu[i] = (double)(timespec_ns(&dc1) - timespec_ns(&dc0)) / (double)calls / 1e3;
+    r->calls += calls;
+    r->acc_window_ns += window;
+    r->acc_proc_ns += cpu1 - cpu0;
+    r->acc_listener_ns += listener_cpu_delta(&before, &after);
+    uint64_t busy = busy1 - busy0, mine = cpu1 - cpu0;
+    r->acc_other_ns += busy > mine ? busy - mine : 0;
+    for (uint32_t b = 0; b < BUCKETS; ++b) r->hist[b] += d->hist[b];
+    if (after.count > r->listener_thread_count) r->listener_thread_count = after.count;
+  }
+  free(waves);
+  free(d);
+  return ok;
+}
+
+/* The reported figures of a device-model result: medians over its rounds. */
+static void finish_device_result(result_t* r) {
+  r->ok = !r->failed && r->rounds > 0;
+  if (!r->ok) return;
+  r->seconds = (double)r->acc_window_ns / 1e9;
+  r->rts = median_of(r->round_rts, r->rounds);
+  r->p50_us = median_of(r->round_p50, r->rounds);
+  r->p99_us = median_of(r->round_p99, r->rounds);
+  r->p999_us = median_of(r->round_p999, r->rounds);
+  r->max_us = hist_quantile(r->hist, r->calls, 1.0) / 1e3;
+  r->listener_cpu_us_per_rt = median_of(r->round_lcpu, r->rounds);
+  r->device_cpu_us_per_rt = median_of(r->round_dcpu, r->rounds);
+  r->process_cpu_us_per_rt = (double)r->acc_proc_ns / (double)r->calls / 1e3;
+  r->listener_cpu_pct = 100.0 * (double)r->acc_listener_ns / (double)r->acc_window_ns;
+  r->other_load_cores = (double)r->acc_other_ns / (double)r->acc_window_ns;
+}
+
+/* `rounds` alternating rounds (baseline, ours, baseline, ours, ...). */
+static void measure_device_pair(uint32_t rounds, uint32_t duration_ms, result_t* pair[MODE_COUNT]) {
+  for (uint32_t round = 0; round < rounds; ++round) {
+    for (int m = 0; m < MODE_COUNT; ++m) {
+      if (pair[m] == NULL || pair[m]->failed) continue;
+      if (!run_device_round(pair[m], duration_ms)) pair[m]->failed = true;
+    }
+  }
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    if (pair[m] != NULL) finish_device_result(pair[m]);
+  }
+}
+
 /* ---- idle ---------------------------------------------------------------- */
 
 typedef struct {
@@ -648,10 +988,10 @@ static size_t g_result_count;
 
 /* The results of one configuration, one per enabled mode (NULL for the others). */
 static void new_result_pair(const options_t* opt, int kind, uint32_t delay_us, uint32_t waves,
-                            uint32_t buffers, result_t* pair[MODE_COUNT]) {
+                            uint32_t buffers, uint32_t pace_us, result_t* pair[MODE_COUNT]) {
   for (int m = 0; m < MODE_COUNT; ++m) {
     pair[m] = NULL;
-    if (!opt->modes[m]) continue;
+    if (!opt->modes[m] || g_result_count >= MAX_RESULTS) continue;
     result_t* r = &g_results[g_result_count++];
     memset(r, 0, sizeof(*r));
     r->kind = kind;
@@ -659,6 +999,7 @@ static void new_result_pair(const options_t* opt, int kind, uint32_t delay_us, u
     r->delay_us = delay_us;
     r->waves = waves;
     r->buffers = buffers;
+    r->pace_us = pace_us;
     pair[m] = r;
   }
 }
@@ -666,19 +1007,31 @@ static idle_t g_idle[MODE_COUNT];
 static bool g_have_idle;
 
 static const result_t* find_result(int kind, int mode, uint32_t delay, uint32_t waves,
-                                   uint32_t buffers) {
+                                   uint32_t buffers, uint32_t pace_us) {
   for (size_t i = 0; i < g_result_count; ++i) {
     const result_t* r = &g_results[i];
     if (r->ok && r->kind == kind && r->mode == mode && r->delay_us == delay &&
-        r->waves == waves && r->buffers == buffers) {
+        r->waves == waves && r->buffers == buffers && r->pace_us == pace_us) {
       return r;
     }
   }
   return NULL;
 }
 
+static const result_t* baseline_of(const result_t* r) {
+  return find_result(r->kind, MODE_BASELINE, r->delay_us, r->waves, r->buffers, r->pace_us);
+}
+
+/* Thread-per-wave figures with 16 or more wave threads on this machine's
+ * cores measure the host scheduler more than the listener. */
+static bool scheduler_bound(const result_t* r) {
+  return r->kind != KIND_DEVICE && r->kind != KIND_PACED &&
+         r->waves + 1 > 8u * (uint32_t)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 static void print_header(uint32_t delay) {
-  printf("\nwake delay %u us (periodic re-check off); W waves x 64 lanes, B buffers of %u packets\n",
+  printf("\nthread-per-wave, wake delay %u us (periodic re-check off); W waves x 64 lanes, B "
+         "buffers of %u packets; * = scheduler-bound (more wave threads than cores can run)\n",
          delay, PACKETS_PER_BUFFER);
   printf("%-8s %3s %2s | %10s %8s %8s %8s | %9s %9s | %7s %7s %7s | %5s %s\n", "mode", "W",
          "B", "rt/s", "p50 us", "p99 us", "p99.9 us", "cpu us/rt", "lst us/rt", "rt/s x", "p99 /",
@@ -695,10 +1048,36 @@ static void print_row(const result_t* r, const result_t* base) {
   } else {
     printf(" %7s %7s %7s |", "-", "-", "-");
   }
+  printf(" %5.2f %d%s\n", r->other_load_cores, r->listener_thread_count,
+         scheduler_bound(r) ? " *" : "");
+}
+
+static void print_device_header(const options_t* opt) {
+  printf("\ndevice model: one host thread plays all W waves (a non-blocking state machine per "
+         "wave)%s; wake delay 20 us; medians of %u alternating rounds of %u ms; P = pause after "
+         "each answer (paced); ratios are ours / baseline\n",
+         g_device_pin ? ", device thread on CPU 1, listener threads on CPU 0" : ", no pinning",
+         opt->rounds, opt->device_ms);
+  printf("%-8s %3s %2s %4s | %10s %8s %8s %8s | %9s %9s | %7s %7s %7s | %5s %s\n", "mode", "W",
+         "B", "P us", "rt/s", "p50 us", "p99 us", "p99.9 us", "lst us/rt", "dev us/rt", "rt/s x",
+         "p99 x", "lst x", "other", "thr");
+}
+
+static void print_device_row(const result_t* r) {
+  const result_t* base = baseline_of(r);
+  printf("%-8s %3u %2u %4u | %10.0f %8.1f %8.1f %8.1f | %9.2f %9.2f |", kModeName[r->mode],
+         r->waves, r->buffers, r->pace_us, r->rts, r->p50_us, r->p99_us, r->p999_us,
+         r->listener_cpu_us_per_rt, r->device_cpu_us_per_rt);
+  if (base != NULL && base != r) {
+    printf(" %7.2f %7.3f %7.2f |", r->rts / base->rts, r->p99_us / base->p99_us,
+           r->listener_cpu_us_per_rt / base->listener_cpu_us_per_rt);
+  } else {
+    printf(" %7s %7s %7s |", "-", "-", "-");
+  }
   printf(" %5.2f %d\n", r->other_load_cores, r->listener_thread_count);
 }
 
-/* ---- targets (issue 4 item 5) ---------------------------------------------- */
+/* ---- targets ------------------------------------------------------------------ */
 
 typedef struct {
   char name[96];
@@ -711,7 +1090,7 @@ typedef struct {
   bool measured;
 } target_t;
 
-static target_t g_targets[32];
+static target_t g_targets[48];
 static size_t g_target_count;
 
 static void add_target(const char* name, double value, double threshold, const char* unit,
@@ -728,89 +1107,90 @@ static void add_target(const char* name, double value, double threshold, const c
   t->pass = t->measured && (higher_is_better ? value >= threshold : value <= threshold);
 }
 
+enum { FIGURE_RTS, FIGURE_P99, FIGURE_CPU };
+
+/* A device-model target on the ratio ours / baseline of one figure. */
+static void device_target(int kind, uint32_t w, uint32_t b, uint32_t pace, int figure,
+                          double threshold) {
+  const result_t* base = find_result(kind, MODE_BASELINE, 20, w, b, pace);
+  const result_t* ours = find_result(kind, MODE_OURS, 20, w, b, pace);
+  if (base == NULL || ours == NULL) return;
+  char name[96], config[48], detail[256];
+  if (kind == KIND_PACED) {
+    snprintf(config, sizeof(config), "paced %u us W=%u B=%u", pace, w, b);
+  } else {
+    snprintf(config, sizeof(config), "W=%u B=%u", w, b);
+  }
+  double ratio;
+  if (figure == FIGURE_RTS) {
+    ratio = ours->rts / base->rts;
+    snprintf(name, sizeof(name), "device %s: round trips/s ours/baseline", config);
+    snprintf(detail, sizeof(detail), "ours %.0f/s, baseline %.0f/s", ours->rts, base->rts);
+  } else if (figure == FIGURE_P99) {
+    ratio = ours->p99_us / base->p99_us;
+    snprintf(name, sizeof(name), "device %s: p99 ours/baseline", config);
+    snprintf(detail, sizeof(detail), "ours %.1f us, baseline %.1f us", ours->p99_us, base->p99_us);
+  } else {
+    ratio = ours->listener_cpu_us_per_rt / base->listener_cpu_us_per_rt;
+    snprintf(name, sizeof(name), "device %s: listener CPU/rt ours/baseline", config);
+    snprintf(detail, sizeof(detail), "ours %.2f us, baseline %.2f us", ours->listener_cpu_us_per_rt,
+             base->listener_cpu_us_per_rt);
+  }
+  add_target(name, ratio, threshold, "x", figure == FIGURE_RTS, detail);
+}
+
 static void evaluate_targets(const options_t* opt) {
-  char name[96], detail[256];
-  const uint32_t d = 20;
-  for (uint32_t bi = 0; bi < opt->buffer_count; ++bi) {
-    uint32_t b = opt->buffers[bi];
-    const result_t* base = find_result(KIND_THROUGHPUT, MODE_BASELINE, d, 1, b);
-    const result_t* ours = find_result(KIND_THROUGHPUT, MODE_OURS, d, 1, b);
-    if (base && ours) {
-      snprintf(name, sizeof(name), "W=1 B=%u round trips/s vs baseline (20 us)", b);
-      snprintf(detail, sizeof(detail), "ours %.0f/s, baseline %.0f/s", ours->rts, base->rts);
-      add_target(name, ours->rts / base->rts, 5.0, "x", true, detail);
+  char detail[256];
+  if (opt->device) {
+    for (uint32_t i = 0; i < opt->device_wave_count; ++i) {
+      uint32_t w = opt->device_waves[i];
+      if (w == 1 || w == 4 || w == 16) device_target(KIND_DEVICE, w, 1, 0, FIGURE_P99, 0.2);
+      if (w == 64) device_target(KIND_DEVICE, w, 1, 0, FIGURE_P99, 0.5);
     }
-  }
-  uint32_t p99_waves[2] = {16, 64};
-  for (int wi = 0; wi < 2; ++wi) {
-    for (uint32_t bi = 0; bi < opt->buffer_count; ++bi) {
-      uint32_t b = opt->buffers[bi];
-      const result_t* base = find_result(KIND_THROUGHPUT, MODE_BASELINE, d, p99_waves[wi], b);
-      const result_t* ours = find_result(KIND_THROUGHPUT, MODE_OURS, d, p99_waves[wi], b);
-      if (base && ours) {
-        snprintf(name, sizeof(name), "W=%u B=%u p99 lower than baseline (20 us)", p99_waves[wi], b);
-        snprintf(detail, sizeof(detail), "ours %.1f us, baseline %.1f us", ours->p99_us,
-                 base->p99_us);
-        add_target(name, base->p99_us / ours->p99_us, 5.0, "x", true, detail);
-      }
+    device_target(KIND_DEVICE, 16, 8, 0, FIGURE_P99, 0.5);
+    for (uint32_t i = 0; i < opt->device_wave_count; ++i) {
+      device_target(KIND_DEVICE, opt->device_waves[i], 1, 0, FIGURE_RTS, 1.2);
     }
-  }
-  {
-    const result_t* base = find_result(KIND_THROUGHPUT, MODE_BASELINE, d, 16, 8);
-    const result_t* ours = find_result(KIND_THROUGHPUT, MODE_OURS, d, 16, 8);
-    if (base && ours) {
-      snprintf(detail, sizeof(detail), "ours %.0f/s, baseline %.0f/s", ours->rts, base->rts);
-      add_target("W=16 B=8 throughput vs baseline (20 us)", ours->rts / base->rts, 2.0, "x", true,
-                 detail);
-    }
+    device_target(KIND_DEVICE, 16, 8, 0, FIGURE_RTS, 1.2);
+    device_target(KIND_DEVICE, 16, 1, 0, FIGURE_CPU, 1.0);
+    device_target(KIND_DEVICE, 64, 1, 0, FIGURE_CPU, 1.0);
+    device_target(KIND_DEVICE, 16, 8, 0, FIGURE_CPU, 1.0);
+    device_target(KIND_PACED, 1, 1, 200, FIGURE_CPU, 1.0);
+    device_target(KIND_PACED, 1, 1, 200, FIGURE_P99, 1.0);
+    device_target(KIND_PACED, 1, 1, 50, FIGURE_P99, 0.2);
+    device_target(KIND_PACED, 1, 1, 50, FIGURE_CPU, 1.5);
   }
   if (g_have_idle && g_idle[MODE_OURS].ok) {
     const idle_t* idle = &g_idle[MODE_OURS];
+    double per_2s = idle->listener_cpu_ms * 2.0 / idle->seconds;
     snprintf(detail, sizeof(detail),
-             "%.3f ms of listener CPU in %.2f s = %.4f%% of one core (%u buffers; baseline %.3f ms)",
-             idle->listener_cpu_ms, idle->seconds, idle->listener_cpu_pct, idle->buffers,
+             "%.3f ms of listener CPU in %.2f s (%u buffers; baseline %.3f ms)",
+             idle->listener_cpu_ms, idle->seconds, idle->buffers,
              g_idle[MODE_BASELINE].ok ? g_idle[MODE_BASELINE].listener_cpu_ms : NAN);
-    add_target("idle listener CPU, % of one core", idle->listener_cpu_pct, 0.1, "%", false,
-               detail);
+    add_target("idle: listener CPU per 2 s", per_2s, 1.0, " ms", false, detail);
   }
-  {
-    /* At 0 us: the worst throughput ratio over all configurations. */
-    double worst = NAN;
-    char worst_cfg[64] = "";
-    for (uint32_t wi = 0; wi < opt->wave_count; ++wi) {
-      for (uint32_t bi = 0; bi < opt->buffer_count; ++bi) {
-        const result_t* base =
-            find_result(KIND_THROUGHPUT, MODE_BASELINE, 0, opt->waves[wi], opt->buffers[bi]);
-        const result_t* ours =
-            find_result(KIND_THROUGHPUT, MODE_OURS, 0, opt->waves[wi], opt->buffers[bi]);
-        if (base && ours) {
-          double ratio = ours->rts / base->rts;
-          if (isnan(worst) || ratio < worst) {
-            worst = ratio;
-            snprintf(worst_cfg, sizeof(worst_cfg), "W=%u B=%u", opt->waves[wi], opt->buffers[bi]);
-          }
-        }
-      }
-    }
-    if (!isnan(worst)) {
-      snprintf(detail, sizeof(detail), "lowest throughput ratio at 0 us delay: %s", worst_cfg);
-      add_target("0 us delay: no configuration slower than baseline", worst, 1.0, "x", true,
-                 detail);
+  if (opt->threads) {
+    const result_t* base = find_result(KIND_THROUGHPUT, MODE_BASELINE, 20, 1, 1, 0);
+    const result_t* ours = find_result(KIND_THROUGHPUT, MODE_OURS, 20, 1, 1, 0);
+    if (base && ours) {
+      snprintf(detail, sizeof(detail), "ours %.0f/s, baseline %.0f/s", ours->rts, base->rts);
+      add_target("thread-per-wave W=1 B=1: round trips/s ours/baseline", ours->rts / base->rts,
+                 5.0, "x", true, detail);
     }
   }
   {
-    const result_t* ref = find_result(KIND_ISOLATION_REF, MODE_OURS, d, ISOLATION_NORMAL_WAVES,
-                                      ISOLATION_BUFFERS);
-    const result_t* slow = find_result(KIND_ISOLATION_SLOW, MODE_OURS, d, ISOLATION_NORMAL_WAVES,
-                                       ISOLATION_BUFFERS);
+    const result_t* ref = find_result(KIND_ISOLATION_REF, MODE_OURS, 20, ISOLATION_NORMAL_WAVES,
+                                      ISOLATION_BUFFERS, 0);
+    const result_t* slow = find_result(KIND_ISOLATION_SLOW, MODE_OURS, 20,
+                                       ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS, 0);
     if (ref && slow) {
-      const result_t* bslow = find_result(KIND_ISOLATION_SLOW, MODE_BASELINE, d,
-                                          ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS);
+      const result_t* bslow = find_result(KIND_ISOLATION_SLOW, MODE_BASELINE, 20,
+                                          ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS, 0);
       snprintf(detail, sizeof(detail),
                "other buffers' p99 %.1f us with a 1 ms function on buffer 0, %.1f us without "
                "(baseline with it: %.1f us)",
                slow->p99_us, ref->p99_us, bslow ? bslow->p99_us : NAN);
-      add_target("slow buffer: other buffers' p99 within 2x", slow->p99_us / ref->p99_us, 2.0,
+      add_target("slow buffer: other buffers' p99 with/without", slow->p99_us / ref->p99_us, 2.0,
                  "x", false, detail);
     }
   }
@@ -826,11 +1206,27 @@ static void json_number(FILE* f, double v) {
   }
 }
 
+static void json_field(FILE* f, const char* name, double v) {
+  fprintf(f, ", \"%s\": ", name);
+  json_number(f, v);
+}
+
+static void json_array(FILE* f, const char* name, const double* v, uint32_t n) {
+  fprintf(f, "\"%s\": [", name);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i) fputs(", ", f);
+    json_number(f, v[i]);
+  }
+  fputs("]", f);
+}
+
 static const char* kind_name(int kind) {
   switch (kind) {
-    case KIND_THROUGHPUT: return "throughput";
-    case KIND_ISOLATION_REF: return "isolation_reference";
-    default: return "isolation_slow_buffer";
+    case KIND_THROUGHPUT: return "threads";
+    case KIND_ISOLATION_REF: return "threads_isolation_reference";
+    case KIND_ISOLATION_SLOW: return "threads_isolation_slow_buffer";
+    case KIND_DEVICE: return "device";
+    default: return "device_paced";
   }
 }
 
@@ -847,53 +1243,59 @@ static bool write_json(const options_t* opt, const char* path) {
           sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, u.machine);
   fprintf(f,
           "  \"settings\": {\"duration_ms\": %u, \"warmup_ms\": %u, \"idle_ms\": %u, "
+          "\"device_rounds\": %u, \"device_round_ms\": %u, \"device_pinned\": %s, "
           "\"packets_per_buffer\": %u, \"lanes_per_call\": 64, \"periodic_recheck\": false, "
-          "\"slow_function_us\": %llu, \"wave_sched\": \"%s\", \"pinned\": %s, \"wave_yield_per_call\": %s},\n",
-          opt->duration_ms, opt->warmup_ms, opt->idle_ms, PACKETS_PER_BUFFER,
+          "\"slow_function_us\": %llu, \"wave_sched\": \"%s\", \"pinned\": %s, "
+          "\"wave_yield_per_call\": %s, \"ratios\": \"vs_baseline: ours/baseline, except "
+          "*_lower_by = baseline/ours\"},\n",
+          opt->duration_ms, opt->warmup_ms, opt->idle_ms, opt->rounds, opt->device_ms,
+          g_device_pin ? "true" : "false", PACKETS_PER_BUFFER,
           (unsigned long long)(SLOW_FUNCTION_NS / 1000), kWaveSchedName[g_wave_sched],
           g_pin ? "true" : "false", g_wave_yield ? "true" : "false");
   fprintf(f, "  \"results\": [\n");
   for (size_t i = 0; i < g_result_count; ++i) {
     const result_t* r = &g_results[i];
-    const result_t* base =
-        find_result(r->kind, MODE_BASELINE, r->delay_us, r->waves, r->buffers);
+    const result_t* base = baseline_of(r);
     fprintf(f,
             "    {\"kind\": \"%s\", \"mode\": \"%s\", \"wake_delay_us\": %u, \"waves\": %u, "
-            "\"buffers\": %u, \"ok\": %s, \"calls\": %" PRIu64 ", \"seconds\": ",
-            kind_name(r->kind), kModeName[r->mode], r->delay_us, r->waves, r->buffers,
-            r->ok ? "true" : "false", r->calls);
-    json_number(f, r->seconds);
-    fputs(", \"round_trips_per_s\": ", f);
-    json_number(f, r->rts);
-    fputs(", \"mean_us\": ", f);
-    json_number(f, r->mean_us);
-    fputs(", \"p50_us\": ", f);
-    json_number(f, r->p50_us);
-    fputs(", \"p99_us\": ", f);
-    json_number(f, r->p99_us);
-    fputs(", \"p999_us\": ", f);
-    json_number(f, r->p999_us);
-    fputs(", \"max_us\": ", f);
-    json_number(f, r->max_us);
-    fputs(", \"process_cpu_us_per_rt\": ", f);
-    json_number(f, r->process_cpu_us_per_rt);
-    fputs(", \"listener_cpu_us_per_rt\": ", f);
-    json_number(f, r->listener_cpu_us_per_rt);
-    fputs(", \"listener_cpu_pct\": ", f);
-    json_number(f, r->listener_cpu_pct);
-    fputs(", \"other_processes_cpu_cores\": ", f);
-    json_number(f, r->other_load_cores);
+            "\"buffers\": %u, \"pace_us\": %u, \"ok\": %s, \"scheduler_bound\": %s, "
+            "\"calls\": %" PRIu64,
+            kind_name(r->kind), kModeName[r->mode], r->delay_us, r->waves, r->buffers, r->pace_us,
+            r->ok ? "true" : "false", scheduler_bound(r) ? "true" : "false", r->calls);
+    json_field(f, "seconds", r->seconds);
+    json_field(f, "round_trips_per_s", r->rts);
+    json_field(f, "p50_us", r->p50_us);
+    json_field(f, "p99_us", r->p99_us);
+    json_field(f, "p999_us", r->p999_us);
+    json_field(f, "max_us", r->max_us);
+    json_field(f, "process_cpu_us_per_rt", r->process_cpu_us_per_rt);
+    json_field(f, "listener_cpu_us_per_rt", r->listener_cpu_us_per_rt);
+    json_field(f, "listener_cpu_pct", r->listener_cpu_pct);
+    json_field(f, "other_processes_cpu_cores", r->other_load_cores);
     fprintf(f, ", \"listener_threads\": %d", r->listener_thread_count);
     if (r->kind == KIND_ISOLATION_SLOW) fprintf(f, ", \"slow_calls\": %" PRIu64, r->slow_calls);
+    if (r->kind == KIND_DEVICE || r->kind == KIND_PACED) {
+      json_field(f, "device_cpu_us_per_rt", r->device_cpu_us_per_rt);
+      fputs(", \"rounds\": {", f);
+      json_array(f, "round_trips_per_s", r->round_rts, r->rounds);
+      fputs(", ", f);
+      json_array(f, "p50_us", r->round_p50, r->rounds);
+      fputs(", ", f);
+      json_array(f, "p99_us", r->round_p99, r->rounds);
+      fputs(", ", f);
+      json_array(f, "p999_us", r->round_p999, r->rounds);
+      fputs(", ", f);
+      json_array(f, "listener_cpu_us_per_rt", r->round_lcpu, r->rounds);
+      fputs("}", f);
+    }
     if (base != NULL && r->ok && base->ok) {
       fputs(", \"vs_baseline\": {\"round_trips_per_s\": ", f);
       json_number(f, r->rts / base->rts);
-      fputs(", \"p50_lower_by\": ", f);
-      json_number(f, base->p50_us / r->p50_us);
-      fputs(", \"p99_lower_by\": ", f);
-      json_number(f, base->p99_us / r->p99_us);
-      fputs(", \"p999_lower_by\": ", f);
-      json_number(f, base->p999_us / r->p999_us);
+      json_field(f, "p50", r->p50_us / base->p50_us);
+      json_field(f, "p99", r->p99_us / base->p99_us);
+      json_field(f, "p999", r->p999_us / base->p999_us);
+      json_field(f, "listener_cpu_per_rt", r->listener_cpu_us_per_rt / base->listener_cpu_us_per_rt);
+      json_field(f, "p99_lower_by", base->p99_us / r->p99_us);
       fputs("}", f);
     }
     fprintf(f, "}%s\n", i + 1 < g_result_count ? "," : "");
@@ -903,15 +1305,12 @@ static bool write_json(const options_t* opt, const char* path) {
   for (int m = 0; m < MODE_COUNT && g_have_idle; ++m) {
     const idle_t* idle = &g_idle[m];
     if (!idle->ok) continue;
-    fprintf(f, "%s    {\"mode\": \"%s\", \"buffers\": %u, \"seconds\": ", first ? "" : ",\n",
-            kModeName[m], idle->buffers);
-    json_number(f, idle->seconds);
-    fputs(", \"listener_cpu_ms\": ", f);
-    json_number(f, idle->listener_cpu_ms);
-    fputs(", \"listener_cpu_pct\": ", f);
-    json_number(f, idle->listener_cpu_pct);
-    fputs(", \"process_cpu_ms\": ", f);
-    json_number(f, idle->process_cpu_ms);
+    fprintf(f, "%s    {\"mode\": \"%s\", \"buffers\": %u", first ? "" : ",\n", kModeName[m],
+            idle->buffers);
+    json_field(f, "seconds", idle->seconds);
+    json_field(f, "listener_cpu_ms", idle->listener_cpu_ms);
+    json_field(f, "listener_cpu_pct", idle->listener_cpu_pct);
+    json_field(f, "process_cpu_ms", idle->process_cpu_ms);
     fputs("}", f);
     first = false;
   }
@@ -925,22 +1324,99 @@ static bool write_json(const options_t* opt, const char* path) {
             t->detail, i + 1 < g_target_count ? "," : "");
   }
   fprintf(f, "  ]\n}\n");
-  bool ok = fclose(f) == 0;
-  return ok;
+  return fclose(f) == 0;
 }
 
 /* ---- SVG plot ---------------------------------------------------------------- */
 
-/* One panel per wake delay (plus one for the isolation runs): for each
- * configuration, the baseline and ours side by side, each a vertical bar from
- * p50 to p99.9 with marks at p50 (circle), p99 (square) and p99.9 (dash), on a
- * log scale. */
+/* One panel per group of configurations: device model, device model paced,
+ * thread-per-wave per wake delay, slow buffer. For each configuration the
+ * baseline and ours side by side, each a vertical bar from p50 to p99.9 with
+ * marks at p50 (circle), p99 (square) and p99.9 (dash), log scale; under it
+ * the ratios ours/baseline of round trips/s, p99 and listener CPU per round
+ * trip. */
+#define MAX_GROUPS 16
+typedef struct {
+  char title[160];
+  uint32_t count;
+  char label[MAX_GROUPS][32];
+  const result_t* r[MAX_GROUPS][MODE_COUNT];
+} panel_t;
+
+static void panel_add(panel_t* p, const char* label, int kind, uint32_t delay, uint32_t w,
+                      uint32_t b, uint32_t pace) {
+  if (p->count >= MAX_GROUPS) return;
+  snprintf(p->label[p->count], sizeof(p->label[0]), "%s", label);
+  for (int m = 0; m < MODE_COUNT; ++m) p->r[p->count][m] = find_result(kind, m, delay, w, b, pace);
+  p->count++;
+}
+
+static uint32_t build_panels(const options_t* opt, panel_t* panels) {
+  uint32_t n = 0;
+  char label[32];
+  if (opt->device) {
+    panel_t* p = &panels[n++];
+    memset(p, 0, sizeof(*p));
+    snprintf(p->title, sizeof(p->title),
+             "Device model (one thread plays all waves), 20 us wake delay, medians of %u rounds",
+             opt->rounds);
+    for (uint32_t i = 0; i < opt->device_wave_count; ++i) {
+      snprintf(label, sizeof(label), "W=%u B=1", opt->device_waves[i]);
+      panel_add(p, label, KIND_DEVICE, 20, opt->device_waves[i], 1, 0);
+    }
+    panel_add(p, "W=16 B=8", KIND_DEVICE, 20, 16, 8, 0);
+    if (opt->pace_count > 0) {
+      p = &panels[n++];
+      memset(p, 0, sizeof(*p));
+      snprintf(p->title, sizeof(p->title),
+               "Device model, paced: each wave pauses P us after each answer");
+      for (uint32_t i = 0; i < opt->pace_count; ++i) {
+        for (uint32_t j = 0; j < opt->paced_wave_count; ++j) {
+          snprintf(label, sizeof(label), "P=%u W=%u", opt->paces[i], opt->paced_waves[j]);
+          panel_add(p, label, KIND_PACED, 20, opt->paced_waves[j], 1, opt->paces[i]);
+        }
+      }
+    }
+  }
+  if (opt->threads) {
+    for (uint32_t d = 0; d < opt->delay_count; ++d) {
+      panel_t* p = &panels[n++];
+      memset(p, 0, sizeof(*p));
+      snprintf(p->title, sizeof(p->title),
+               "Thread per wave, wake delay %u us (* scheduler-bound: W >= 16 on this machine)",
+               opt->delays[d]);
+      for (uint32_t wi = 0; wi < opt->wave_count; ++wi) {
+        for (uint32_t bi = 0; bi < opt->buffer_count; ++bi) {
+          uint32_t w = opt->waves[wi], b = opt->buffers[bi];
+          result_t probe = {.kind = KIND_THROUGHPUT, .waves = w};
+          snprintf(label, sizeof(label), "W=%u B=%u%s", w, b, scheduler_bound(&probe) ? "*" : "");
+          panel_add(p, label, KIND_THROUGHPUT, opt->delays[d], w, b, 0);
+        }
+      }
+    }
+    if (opt->isolation) {
+      panel_t* p = &panels[n++];
+      memset(p, 0, sizeof(*p));
+      snprintf(p->title, sizeof(p->title),
+               "Thread per wave, %u waves on %u buffers, without / with a 1 ms host function on "
+               "one more buffer",
+               ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS - 1);
+      panel_add(p, "without", KIND_ISOLATION_REF, 20, ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS, 0);
+      panel_add(p, "with slow", KIND_ISOLATION_SLOW, 20, ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS,
+                0);
+    }
+  }
+  return n;
+}
+
 static bool write_svg(const options_t* opt, const char* path) {
   FILE* f = fopen(path, "w");
   if (f == NULL) {
     fprintf(stderr, "hostcall_bench: cannot write %s: %s\n", path, strerror(errno));
     return false;
   }
+  static panel_t panels[MAX_LIST + 3];
+  uint32_t panel_count = build_panels(opt, panels);
   double lo = 1e9, hi = 0;
   for (size_t i = 0; i < g_result_count; ++i) {
     const result_t* r = &g_results[i];
@@ -954,14 +1430,13 @@ static bool write_svg(const options_t* opt, const char* path) {
   }
   double log_lo = floor(log10(lo)), log_hi = ceil(log10(hi));
   if (log_hi <= log_lo) log_hi = log_lo + 1;
-
-  uint32_t panels = opt->delay_count + (opt->isolation ? 1u : 0u);
-  const double left = 70, panel_h = 260, top = 50, gap = 70, right = 20;
-  uint32_t max_groups = opt->wave_count * opt->buffer_count;
-  if (max_groups < 2) max_groups = 2;
-  const double group_w = 70;
-  double width = left + right + group_w * max_groups + 150;
-  double height = top + panels * (panel_h + gap) + 10;
+  uint32_t max_groups = 2;
+  for (uint32_t p = 0; p < panel_count; ++p) {
+    if (panels[p].count > max_groups) max_groups = panels[p].count;
+  }
+  const double left = 70, panel_h = 240, top = 50, gap = 110, right = 20, group_w = 92;
+  double width = left + right + group_w * max_groups + 130;
+  double height = top + panel_count * (panel_h + gap) + 10;
   const char* color[MODE_COUNT] = {"#c0392b", "#1f77b4"};
 
   fprintf(f,
@@ -975,25 +1450,15 @@ static bool write_svg(const options_t* opt, const char* path) {
           left);
   fprintf(f,
           "<text x=\"%.0f\" y=\"38\" fill=\"#555\">bar: p50 (circle) to p99.9 (dash), square = "
-          "p99; log scale, microseconds; software HSA runtime + device simulator</text>\n",
+          "p99; log scale, microseconds; under each: ours/baseline of round trips/s, p99, "
+          "listener CPU per round trip</text>\n",
           left);
-
-  for (uint32_t p = 0; p < panels; ++p) {
-    bool iso_panel = p == opt->delay_count;
+  for (uint32_t p = 0; p < panel_count; ++p) {
+    const panel_t* panel = &panels[p];
     double y0 = top + p * (panel_h + gap) + 20;
-    double plot_w = group_w * (iso_panel ? 2 : opt->wave_count * opt->buffer_count);
-    if (iso_panel) {
-      fprintf(f,
-              "<text x=\"%.0f\" y=\"%.0f\" font-weight=\"bold\">Isolation: %u waves on %u "
-              "buffers, 20 us wake delay, without / with a 1 ms host function on one more "
-              "buffer</text>\n",
-              left, y0 - 8, ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS - 1);
-    } else {
-      fprintf(f,
-              "<text x=\"%.0f\" y=\"%.0f\" font-weight=\"bold\">Wake delay %u us</text>\n", left,
-              y0 - 8, opt->delays[p]);
-    }
-    /* Axis and grid. */
+    double plot_w = group_w * panel->count;
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-weight=\"bold\">%s</text>\n", left, y0 - 8,
+            panel->title);
     for (double e = log_lo; e <= log_hi + 1e-9; e += 1) {
       double y = y0 + panel_h - (e - log_lo) / (log_hi - log_lo) * panel_h;
       fprintf(f,
@@ -1001,50 +1466,46 @@ static bool write_svg(const options_t* opt, const char* path) {
               "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g us</text>\n",
               left, y, left + plot_w, y, left - 6, y + 4, pow(10, e));
     }
-    fprintf(f,
-            "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", left, y0,
-            left, y0 + panel_h);
-    uint32_t groups = iso_panel ? 2 : opt->wave_count * opt->buffer_count;
-    for (uint32_t g = 0; g < groups; ++g) {
-      double gx = left + g * group_w;
-      char label[32];
+    fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", left,
+            y0, left, y0 + panel_h);
+    for (uint32_t g = 0; g < panel->count; ++g) {
+      double gx = left + g * group_w, cx = gx + group_w / 2;
+      fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", cx,
+              y0 + panel_h + 16, panel->label[g]);
+      const result_t* base = panel->r[g][MODE_BASELINE];
+      const result_t* ours = panel->r[g][MODE_OURS];
+      if (base != NULL && ours != NULL) {
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#333\">rt/s x%.2f</text>\n"
+                "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#333\">p99 x%.3g</text>\n"
+                "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#333\">cpu x%.2f</text>\n",
+                cx, y0 + panel_h + 30, ours->rts / base->rts, cx, y0 + panel_h + 43,
+                ours->p99_us / base->p99_us, cx, y0 + panel_h + 56,
+                ours->listener_cpu_us_per_rt / base->listener_cpu_us_per_rt);
+      }
       for (int m = 0; m < MODE_COUNT; ++m) {
-        const result_t* r;
-        if (iso_panel) {
-          r = find_result(g == 0 ? KIND_ISOLATION_REF : KIND_ISOLATION_SLOW, m, 20,
-                          ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS);
-          snprintf(label, sizeof(label), "%s", g == 0 ? "without" : "with slow");
-        } else {
-          uint32_t w = opt->waves[g / opt->buffer_count];
-          uint32_t b = opt->buffers[g % opt->buffer_count];
-          r = find_result(KIND_THROUGHPUT, m, opt->delays[p], w, b);
-          snprintf(label, sizeof(label), "W=%u B=%u", w, b);
-        }
-        if (m == 0) {
-          fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n",
-                  gx + group_w / 2, y0 + panel_h + 16, label);
-        }
-        if (r == NULL || !r->ok) continue;
+        const result_t* r = panel->r[g][m];
+        if (r == NULL) continue;
         double x = gx + group_w * (m == 0 ? 0.35 : 0.65);
 #define YOF(v) (y0 + panel_h - (log10((v) > 0 ? (v) : pow(10, log_lo)) - log_lo) / (log_hi - log_lo) * panel_h)
         double y50 = YOF(r->p50_us), y99 = YOF(r->p99_us), y999 = YOF(r->p999_us);
 #undef YOF
         fprintf(f,
-                "<g><title>%s %s: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, %.0f rt/s</title>\n"
+                "<g><title>%s %s: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, %.0f rt/s, listener "
+                "%.2f us/rt</title>\n"
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                 "stroke-width=\"3\"/>\n"
                 "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n"
                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\"/>\n"
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                 "stroke-width=\"2\"/></g>\n",
-                label, kModeName[m], r->p50_us, r->p99_us, r->p999_us, r->rts, x, y50, x, y999,
-                color[m], x, y50, color[m], x - 4, y99 - 4, color[m], x - 7, y999, x + 7, y999,
-                color[m]);
+                panel->label[g], kModeName[m], r->p50_us, r->p99_us, r->p999_us, r->rts,
+                r->listener_cpu_us_per_rt, x, y50, x, y999, color[m], x, y50, color[m], x - 4,
+                y99 - 4, color[m], x - 7, y999, x + 7, y999, color[m]);
       }
     }
   }
-  /* Legend. */
-  double lx = width - 140;
+  double lx = width - 120;
   for (int m = 0; m < MODE_COUNT; ++m) {
     fprintf(f,
             "<rect x=\"%.0f\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
@@ -1069,10 +1530,13 @@ static uint32_t parse_list(const char* text, uint32_t* out, uint32_t max) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: hostcall_bench [--duration-ms N] [--warmup-ms N] [--idle-ms N] [--json PATH]\n"
-          "                      [--svg PATH] [--quick] [--no-isolation] [--no-idle]\n"
-          "                      [--modes baseline,ours] [--delays 0,20] [--waves 1,4,16,64]\n"
-          "                      [--buffers 1,8] [--wave-sched idle|nice19|normal] [--pin] [--no-wave-yield] [--segments N]\n");
+          "usage: hostcall_bench [--json PATH] [--svg PATH] [--quick] [--no-idle]\n"
+          "  device model: [--no-device] [--rounds N] [--device-ms N] [--device-waves 1,4,16,32,64]\n"
+          "                [--paces 200,50] [--paced-waves 1,16] [--no-pin]\n"
+          "  thread per wave: [--no-threads] [--duration-ms N] [--segments N] [--warmup-ms N]\n"
+          "                [--delays 20] [--waves 1,4,16,64] [--buffers 1,8] [--no-isolation]\n"
+          "                [--wave-sched idle|nice19|normal] [--pin] [--no-wave-yield]\n"
+          "  [--idle-ms N] [--modes baseline,ours] [--ours-lib PATH] [--baseline-lib PATH]\n");
 }
 
 static bool parse_options(int argc, char** argv, options_t* opt) {
@@ -1085,10 +1549,17 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
   opt->svg_path = "hostcall_bench.svg";
   opt->isolation = true;
   opt->idle = true;
+  opt->device = true;
+  opt->threads = true;
+  opt->rounds = 5;
+  opt->device_ms = 300;
   opt->modes[MODE_BASELINE] = opt->modes[MODE_OURS] = true;
-  opt->delay_count = parse_list("20,0", opt->delays, MAX_LIST);
+  opt->delay_count = parse_list("20", opt->delays, MAX_LIST);
   opt->wave_count = parse_list("1,4,16,64", opt->waves, MAX_LIST);
   opt->buffer_count = parse_list("1,8", opt->buffers, MAX_LIST);
+  opt->device_wave_count = parse_list("1,4,16,32,64", opt->device_waves, MAX_LIST);
+  opt->pace_count = parse_list("200,50", opt->paces, MAX_LIST);
+  opt->paced_wave_count = parse_list("1,16", opt->paced_waves, MAX_LIST);
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1097,14 +1568,23 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       opt->segments = 1;
       opt->warmup_ms = 20;
       opt->idle_ms = 100;
+      opt->rounds = 1;
+      opt->device_ms = 60;
+      g_device_warmup_ms = 10;
     } else if (strcmp(a, "--no-isolation") == 0) {
       opt->isolation = false;
     } else if (strcmp(a, "--no-wave-yield") == 0) {
       g_wave_yield = false;
     } else if (strcmp(a, "--pin") == 0) {
       g_pin = true;
+    } else if (strcmp(a, "--no-pin") == 0) {
+      g_device_pin = false;
     } else if (strcmp(a, "--no-idle") == 0) {
       opt->idle = false;
+    } else if (strcmp(a, "--no-device") == 0) {
+      opt->device = false;
+    } else if (strcmp(a, "--no-threads") == 0) {
+      opt->threads = false;
     } else if (v == NULL) {
       usage();
       return false;
@@ -1116,10 +1596,18 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       opt->warmup_ms = (uint32_t)strtoul(v, NULL, 10), ++i;
     } else if (strcmp(a, "--idle-ms") == 0) {
       opt->idle_ms = (uint32_t)strtoul(v, NULL, 10), ++i;
+    } else if (strcmp(a, "--rounds") == 0) {
+      opt->rounds = (uint32_t)strtoul(v, NULL, 10), ++i;
+    } else if (strcmp(a, "--device-ms") == 0) {
+      opt->device_ms = (uint32_t)strtoul(v, NULL, 10), ++i;
     } else if (strcmp(a, "--json") == 0) {
       opt->json_path = v, ++i;
     } else if (strcmp(a, "--svg") == 0) {
       opt->svg_path = v, ++i;
+    } else if (strcmp(a, "--ours-lib") == 0) {
+      g_lib_paths[MODE_OURS] = v, ++i;
+    } else if (strcmp(a, "--baseline-lib") == 0) {
+      g_lib_paths[MODE_BASELINE] = v, ++i;
     } else if (strcmp(a, "--modes") == 0) {
       opt->modes[MODE_BASELINE] = strstr(v, "baseline") != NULL;
       opt->modes[MODE_OURS] = strstr(v, "ours") != NULL;
@@ -1128,6 +1616,12 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       opt->delay_count = parse_list(v, opt->delays, MAX_LIST), ++i;
     } else if (strcmp(a, "--waves") == 0) {
       opt->wave_count = parse_list(v, opt->waves, MAX_LIST), ++i;
+    } else if (strcmp(a, "--device-waves") == 0) {
+      opt->device_wave_count = parse_list(v, opt->device_waves, MAX_LIST), ++i;
+    } else if (strcmp(a, "--paces") == 0) {
+      opt->pace_count = strcmp(v, "none") == 0 ? 0 : parse_list(v, opt->paces, MAX_LIST), ++i;
+    } else if (strcmp(a, "--paced-waves") == 0) {
+      opt->paced_wave_count = parse_list(v, opt->paced_waves, MAX_LIST), ++i;
     } else if (strcmp(a, "--wave-sched") == 0) {
       g_wave_sched = strcmp(v, "normal") == 0   ? WAVE_SCHED_NORMAL
                      : strcmp(v, "nice19") == 0 ? WAVE_SCHED_NICE
@@ -1140,10 +1634,14 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       return false;
     }
   }
-  for (uint32_t i = 0; i < opt->wave_count; ++i) {
-    if (opt->waves[i] == 0 || opt->waves[i] > MAX_WAVES) {
-      fprintf(stderr, "hostcall_bench: waves must be 1..%u\n", MAX_WAVES);
-      return false;
+  const uint32_t* wave_lists[3] = {opt->waves, opt->device_waves, opt->paced_waves};
+  const uint32_t wave_counts[3] = {opt->wave_count, opt->device_wave_count, opt->paced_wave_count};
+  for (int l = 0; l < 3; ++l) {
+    for (uint32_t i = 0; i < wave_counts[l]; ++i) {
+      if (wave_lists[l][i] == 0 || wave_lists[l][i] > MAX_WAVES) {
+        fprintf(stderr, "hostcall_bench: waves must be 1..%u\n", MAX_WAVES);
+        return false;
+      }
     }
   }
   for (uint32_t i = 0; i < opt->buffer_count; ++i) {
@@ -1153,13 +1651,11 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
     }
   }
   if (opt->segments == 0) opt->segments = 1;
-  if (opt->delay_count * opt->wave_count * opt->buffer_count * MODE_COUNT + 2 * MODE_COUNT >
-      MAX_RESULTS) {
-    fprintf(stderr, "hostcall_bench: too many configurations (at most %d results)\n", MAX_RESULTS);
-    return false;
-  }
-  if (opt->duration_ms == 0 || opt->delay_count == 0 || opt->wave_count == 0 ||
-      opt->buffer_count == 0 || !(opt->modes[0] || opt->modes[1])) {
+  if (opt->rounds == 0) opt->rounds = 1;
+  if (opt->rounds > MAX_ROUNDS) opt->rounds = MAX_ROUNDS;
+  if (opt->duration_ms == 0 || opt->device_ms == 0 || opt->delay_count == 0 ||
+      opt->wave_count == 0 || opt->buffer_count == 0 || opt->device_wave_count == 0 ||
+      !(opt->modes[0] || opt->modes[1]) || !(opt->device || opt->threads)) {
     usage();
     return false;
   }
@@ -1168,39 +1664,51 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
 
 /* ---- main ------------------------------------------------------------------------ */
 
-int main(int argc, char** argv) {
-  options_t opt;
-  if (!parse_options(argc, argv, &opt)) return 2;
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  if (hsa_init() != HSA_STATUS_SUCCESS) {
-    fprintf(stderr, "hostcall_bench: hsa_init failed\n");
-    return 1;
-  }
-  if (!alloc_buffers()) {
-    fprintf(stderr, "hostcall_bench: out of memory\n");
-    return 1;
-  }
-  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) g_pin = false;
-  printf("hostcall_bench: %ld CPUs online; %u ms per configuration after %u ms warm-up; "
-         "wave threads scheduled %s%s; %s\n",
-         sysconf(_SC_NPROCESSORS_ONLN), opt.duration_ms, opt.warmup_ms,
-         kWaveSchedName[g_wave_sched], g_wave_yield ? ", yielding once per call" : "",
-         g_pin ? "listener threads pinned to CPU 0, waves to the others" : "no pinning");
-  printf("columns: rt/s round trips per second; p50/p99/p99.9 round-trip latency; cpu us/rt "
-         "process CPU (waves spin too) and lst us/rt listener-thread CPU per round trip; ratios "
-         "vs the baseline of the same configuration (rt/s x = ours/baseline, p99 / = "
-         "baseline/ours); other = CPU cores used by other processes meanwhile; thr = listener "
-         "threads\n");
+static int run_device_mode(const options_t* opt) {
   int failures = 0;
+  print_device_header(opt);
+  /* Every W on one buffer, then W = 16 over 8 buffers, then the paced runs. */
+  for (uint32_t i = 0; i <= opt->device_wave_count + opt->pace_count * opt->paced_wave_count; ++i) {
+    int kind = KIND_DEVICE;
+    uint32_t w, b = 1, pace = 0;
+    if (i < opt->device_wave_count) {
+      w = opt->device_waves[i];
+    } else if (i == opt->device_wave_count) {
+      w = 16;
+      b = 8;
+    } else {
+      uint32_t j = i - opt->device_wave_count - 1;
+      kind = KIND_PACED;
+      pace = opt->paces[j / opt->paced_wave_count];
+      w = opt->paced_waves[j % opt->paced_wave_count];
+    }
+    result_t* pair[MODE_COUNT];
+    new_result_pair(opt, kind, 20, w, b, pace, pair);
+    measure_device_pair(opt->rounds, opt->device_ms, pair);
+    for (int m = 0; m < MODE_COUNT; ++m) {
+      if (pair[m] == NULL) continue;
+      if (!pair[m]->ok) {
+        ++failures;
+        printf("%-8s %3u %2u %4u | FAILED\n", kModeName[m], w, b, pace);
+      } else {
+        print_device_row(pair[m]);
+      }
+    }
+  }
+  return failures;
+}
 
-  for (uint32_t di = 0; di < opt.delay_count; ++di) {
-    uint32_t delay = opt.delays[di];
+static int run_thread_mode(const options_t* opt) {
+  int failures = 0;
+  g_pin_listener = g_pin;
+  for (uint32_t di = 0; di < opt->delay_count; ++di) {
+    uint32_t delay = opt->delays[di];
     print_header(delay);
-    for (uint32_t wi = 0; wi < opt.wave_count; ++wi) {
-      for (uint32_t bi = 0; bi < opt.buffer_count; ++bi) {
+    for (uint32_t wi = 0; wi < opt->wave_count; ++wi) {
+      for (uint32_t bi = 0; bi < opt->buffer_count; ++bi) {
         result_t* pair[MODE_COUNT];
-        new_result_pair(&opt, KIND_THROUGHPUT, delay, opt.waves[wi], opt.buffers[bi], pair);
-        measure_pair(&opt, pair);
+        new_result_pair(opt, KIND_THROUGHPUT, delay, opt->waves[wi], opt->buffers[bi], 0, pair);
+        measure_pair(opt, pair);
         for (int m = 0; m < MODE_COUNT; ++m) {
           result_t* r = pair[m];
           if (r == NULL) continue;
@@ -1214,18 +1722,17 @@ int main(int argc, char** argv) {
       }
     }
   }
-
-  if (opt.isolation) {
-    printf("\nisolation: %u waves on buffers 1..%u (trivial function), wake delay 20 us; "
-           "\"slow\" adds 1 wave on buffer 0 whose lane-0 function takes 1 ms\n",
+  if (opt->isolation) {
+    printf("\nthread-per-wave isolation: %u waves on buffers 1..%u (trivial function), wake "
+           "delay 20 us; \"slow\" adds 1 wave on buffer 0 whose lane-0 function takes 1 ms\n",
            ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS - 1);
     printf("%-8s %-5s | %10s %8s %8s %8s | %9s %9s | %10s | %5s %s\n", "mode", "slow", "rt/s",
            "p50 us", "p99 us", "p99.9 us", "cpu us/rt", "lst us/rt", "slow calls", "other",
            "thr");
     for (int kind = KIND_ISOLATION_REF; kind <= KIND_ISOLATION_SLOW; ++kind) {
       result_t* pair[MODE_COUNT];
-      new_result_pair(&opt, kind, 20, ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS, pair);
-      measure_pair(&opt, pair);
+      new_result_pair(opt, kind, 20, ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS, 0, pair);
+      measure_pair(opt, pair);
       for (int m = 0; m < MODE_COUNT; ++m) {
         result_t* r = pair[m];
         if (r == NULL) continue;
@@ -1241,9 +1748,43 @@ int main(int argc, char** argv) {
       }
     }
   }
+  return failures;
+}
+
+int main(int argc, char** argv) {
+  options_t opt;
+  if (!parse_options(argc, argv, &opt)) return 2;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (hsa_init() != HSA_STATUS_SUCCESS) {
+    fprintf(stderr, "hostcall_bench: hsa_init failed\n");
+    return 1;
+  }
+  if (!load_libraries()) return 1;
+  if (!alloc_buffers()) {
+    fprintf(stderr, "hostcall_bench: out of memory\n");
+    return 1;
+  }
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) g_pin = g_device_pin = false;
+  printf("hostcall_bench: %ld CPUs online; ours = %s, baseline = %s\n",
+         sysconf(_SC_NPROCESSORS_ONLN), g_lib_paths[MODE_OURS], g_lib_paths[MODE_BASELINE]);
+  int failures = 0;
+  if (opt.device) failures += run_device_mode(&opt);
+  if (opt.threads) {
+    printf("\nthread-per-wave mode: %u ms per configuration after %u ms warm-up, %u alternating "
+           "segments; wave threads scheduled %s%s; %s\n"
+           "columns: rt/s round trips per second; p50/p99/p99.9 round-trip latency; cpu us/rt "
+           "process CPU (waves spin too) and lst us/rt listener-thread CPU per round trip; "
+           "ratios vs the baseline (rt/s x = ours/baseline, p99 / = baseline/ours); other = CPU "
+           "cores used by other processes meanwhile; thr = listener threads\n",
+           opt.duration_ms, opt.warmup_ms, opt.segments, kWaveSchedName[g_wave_sched],
+           g_wave_yield ? ", yielding once per call" : "",
+           g_pin ? "listener threads pinned to CPU 0, waves to the others" : "no pinning");
+    failures += run_thread_mode(&opt);
+  }
 
   if (opt.idle) {
     printf("\nidle: 8 buffers enabled, no traffic, periodic re-check off, %u ms\n", opt.idle_ms);
+    g_pin_listener = false;
     for (int m = 0; m < MODE_COUNT; ++m) {
       if (!opt.modes[m]) continue;
       idle_t* idle = &g_idle[m];
@@ -1264,10 +1805,10 @@ int main(int argc, char** argv) {
 
   evaluate_targets(&opt);
   if (g_target_count > 0) {
-    printf("\ntargets (issue 4; 20 us wake delay unless said otherwise)\n");
+    printf("\ntargets (ratios ours/baseline; 20 us wake delay)\n");
     for (size_t i = 0; i < g_target_count; ++i) {
       const target_t* t = &g_targets[i];
-      printf("  [%s] %-52s %9.3f%s (target %s %g%s)  %s\n", t->pass ? "PASS" : "MISS", t->name,
+      printf("  [%s] %-58s %9.3f%s (target %s %g%s)  %s\n", t->pass ? "PASS" : "MISS", t->name,
              t->value, t->unit, t->higher_is_better ? ">=" : "<=", t->threshold, t->unit,
              t->detail);
     }

@@ -209,6 +209,32 @@ void device_sim_push_free(void* buffer, uint64_t ptr) {
                                                   memory_order_release, memory_order_relaxed));
 }
 
+bool device_sim_try_pop_free(void* buffer, uint64_t* ptr_out) {
+  device_sim_buffer_header_t* header = device_sim_header(buffer);
+  /* Acquire: as in device_sim_pop_free. */
+  uint64_t top = atomic_load_explicit(&header->free_stack, memory_order_acquire);
+  while (top != 0) {
+    device_sim_packet_header_t* packet = device_sim_packet(buffer, index_of(header, top));
+    /* Relaxed: a stale `next` fails the tagged CAS below (see device_sim_pop_free). */
+    uint64_t next = atomic_load_explicit(&packet->next, memory_order_relaxed);
+    /* Acquire on success and failure: as in device_sim_pop_free. */
+    if (atomic_compare_exchange_weak_explicit(&header->free_stack, &top, next,
+                                              memory_order_acquire, memory_order_acquire)) {
+      *ptr_out = top;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool device_sim_is_served(void* buffer, uint64_t ptr) {
+  device_sim_buffer_header_t* header = device_sim_header(buffer);
+  device_sim_packet_header_t* packet = device_sim_packet(buffer, index_of(header, ptr));
+  /* Acquire: pairs with the host's release clearing READY (see
+   * device_sim_wait_served). */
+  return (atomic_load_explicit(&packet->control, memory_order_acquire) & DEVICE_SIM_CONTROL_READY) == 0;
+}
+
 int device_sim_wait_ready_stack_empty(void* buffer, uint64_t timeout_ns) {
   if (buffer == NULL) return DEVICE_SIM_ERR_ARGUMENT;
   device_sim_buffer_header_t* header = device_sim_header(buffer);

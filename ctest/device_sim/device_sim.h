@@ -165,6 +165,15 @@ void device_sim_push_free(void* buffer, uint64_t ptr);
  * index_mask + 1 if that wraps to 0). */
 uint64_t device_sim_next_tag(void* buffer, uint64_t ptr);
 
+/* Non-blocking steps, for a driver that plays many waves on one thread as a
+ * GPU does (each wave a state machine; see bench/hostcall_bench.c):
+ * step 1 without waiting: pops a packet into *ptr_out and returns true, or
+ * returns false at once when the free stack is empty. */
+bool device_sim_try_pop_free(void* buffer, uint64_t* ptr_out);
+/* Step 5 without waiting: true when the host has cleared READY of the packet
+ * `ptr` designates (acquire, so its answer words may then be read). */
+bool device_sim_is_served(void* buffer, uint64_t ptr);
+
 /* Spins (yielding) until the ready stack is empty, i.e. the host detached it.
  * Returns DEVICE_SIM_OK or DEVICE_SIM_ERR_TIMEOUT. */
 int device_sim_wait_ready_stack_empty(void* buffer, uint64_t timeout_ns);
