@@ -7,6 +7,7 @@
 //!   registration gate; model-checked with loom (`tests/loom_hostcall.rs`).
 //! * `service`  — FUNCTION_CALL, PRINTF (`printf/`), the error answer.
 //! * `listener` — the thread, the doorbell signal, the waiting strategy.
+//! * `waiting`  — when the listener polls and when it blocks (pure logic).
 //! * `registry` — enable/disable, listener lifetime, exit/fork/unload hooks.
 //!
 //! `sync` swaps the atomics of `buffer`/`protocol` for loom's under
@@ -36,6 +37,8 @@ pub mod printf;
 mod registry;
 #[cfg(not(loom))]
 mod service;
+#[cfg(not(loom))]
+mod waiting;
 
 #[cfg(not(loom))]
 pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};

@@ -1,0 +1,207 @@
+//! When the listener keeps polling and when it blocks: the adaptive poll
+//! window.
+//!
+//! A blocked doorbell wait costs a wake-up: on a GPU the ring reaches a
+//! blocked listener through an interrupt, tens of microseconds later, and the
+//! wake path itself costs CPU. Polling costs CPU for as long as it lasts. So
+//! after serving work the listener polls only while the requests it has seen
+//! recently came closer together than `SPIN_WHILE_GAP_BELOW` (about two
+//! wake-ups: spinning through such a gap costs no more CPU than the wake-up
+//! it replaces costs in CPU and latency together). Then the next request
+//! probably lands inside the window and is caught at once. Requests further
+//! apart (a kernel that calls the host now and then) are waited for blocked,
+//! where spinning through every gap would burn CPU for nothing.
+//!
+//! The gap estimate is an exponentially weighted mean of the times between
+//! one piece of work found and the next (each gap capped, so that after an
+//! idle period a few close requests are enough to start polling again). No
+//! setting for users: the constants follow from what a wake-up costs.
+//!
+//! Pure logic: the caller passes the times (nanoseconds on any monotonic
+//! clock), so the decisions are unit-tested with made-up clocks.
+
+/// What one blocked wait's wake-up costs, in latency and CPU together: tens
+/// of microseconds of interrupt latency on a GPU (the benchmark's software
+/// runtime models 20 µs) plus the wake path (futex, scheduler).
+pub const WAKE_COST_NS: u64 = 50_000;
+
+/// Poll after work only while the estimated gap between requests is below
+/// this (two wake-ups, see the module comment).
+pub const SPIN_WHILE_GAP_BELOW_NS: u64 = 2 * WAKE_COST_NS;
+
+/// The longest the listener polls without finding work before it blocks.
+pub const POLL_WINDOW_MAX_NS: u64 = 100_000;
+
+/// The shortest poll window (when polling at all): a little longer than a
+/// wave's turnaround between an answer and its next request.
+pub const POLL_WINDOW_MIN_NS: u64 = 20_000;
+
+/// Gaps longer than this count as this much: an idle period weighs as a
+/// long gap, not as forever.
+pub const GAP_CAP_NS: u64 = 3 * SPIN_WHILE_GAP_BELOW_NS;
+
+/// The adaptive poll window of one listener thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PollWindow {
+    /// When work was last found (ns), None before any.
+    last_work_ns: Option<u64>,
+    /// Weighted mean gap between two pieces of work found (ns).
+    gap_estimate_ns: u64,
+}
+
+impl Default for PollWindow {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PollWindow {
+    /// A listener that has seen no work yet: it blocks until it has.
+    pub const fn new() -> PollWindow {
+        PollWindow { last_work_ns: None, gap_estimate_ns: GAP_CAP_NS }
+    }
+
+    /// The listener found (and served) work at `now_ns`.
+    pub fn work_found(&mut self, now_ns: u64) {
+        if let Some(last) = self.last_work_ns {
+            let gap = now_ns.saturating_sub(last).min(GAP_CAP_NS);
+            // Weight 1/4 for the newest gap: a change of pace is followed
+            // within a few requests, a single outlier moves little.
+            self.gap_estimate_ns = (3 * self.gap_estimate_ns + gap) / 4;
+        }
+        self.last_work_ns = Some(now_ns);
+    }
+
+    /// The estimated gap between requests (ns).
+    pub fn gap_estimate_ns(&self) -> u64 {
+        self.gap_estimate_ns
+    }
+
+    /// Until when (ns) to keep polling after the last work; None: block now.
+    /// The window is three estimated gaps, within
+    /// `POLL_WINDOW_MIN_NS..=POLL_WINDOW_MAX_NS`.
+    pub fn poll_until_ns(&self) -> Option<u64> {
+        let last = self.last_work_ns?;
+        if self.gap_estimate_ns >= SPIN_WHILE_GAP_BELOW_NS {
+            return None;
+        }
+        let window = (3 * self.gap_estimate_ns).clamp(POLL_WINDOW_MIN_NS, POLL_WINDOW_MAX_NS);
+        Some(last.saturating_add(window))
+    }
+
+    /// Keep polling at `now_ns`?
+    pub fn should_poll(&self, now_ns: u64) -> bool {
+        self.poll_until_ns().is_some_and(|until| now_ns < until)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: u64 = 1_000;
+
+    /// Feeds requests `gap` apart starting at `start`; returns the time of the last.
+    fn feed(window: &mut PollWindow, start: u64, gap: u64, count: u32) -> u64 {
+        let mut now = start;
+        for _ in 0..count {
+            window.work_found(now);
+            now += gap;
+        }
+        now - gap
+    }
+
+    #[test]
+    fn blocks_before_any_work() {
+        let window = PollWindow::new();
+        assert_eq!(window.poll_until_ns(), None);
+        assert!(!window.should_poll(0));
+    }
+
+    #[test]
+    fn back_to_back_requests_poll_for_the_minimum_window() {
+        let mut window = PollWindow::new();
+        let last = feed(&mut window, 1_000 * US, 3 * US, 40);
+        assert!(window.gap_estimate_ns() < 10 * US, "{}", window.gap_estimate_ns());
+        assert_eq!(window.poll_until_ns(), Some(last + POLL_WINDOW_MIN_NS));
+        assert!(window.should_poll(last + POLL_WINDOW_MIN_NS - 1));
+        assert!(!window.should_poll(last + POLL_WINDOW_MIN_NS));
+    }
+
+    #[test]
+    fn requests_every_50_us_are_polled_for() {
+        let mut window = PollWindow::new();
+        let last = feed(&mut window, 0, 53 * US, 40);
+        let until = window.poll_until_ns().expect("polls");
+        // The window covers the next request (53 µs after the last).
+        assert!(until > last + 53 * US, "window {} us", (until - last) / US);
+        assert!(until <= last + POLL_WINDOW_MAX_NS);
+    }
+
+    #[test]
+    fn requests_every_200_us_are_waited_for_blocked() {
+        let mut window = PollWindow::new();
+        feed(&mut window, 0, 220 * US, 40);
+        assert_eq!(window.poll_until_ns(), None);
+    }
+
+    #[test]
+    fn a_burst_after_idle_starts_polling_within_a_few_requests() {
+        let mut window = PollWindow::new();
+        feed(&mut window, 0, 220 * US, 10);
+        // Idle for a second, then back-to-back requests (the first few of
+        // them each woke a blocked listener: about 30 µs apart).
+        let start = 10 * 220 * US + 1_000_000 * US;
+        let mut polls_after = None;
+        for i in 0..20u32 {
+            window.work_found(start + u64::from(i) * 30 * US);
+            if polls_after.is_none() && window.poll_until_ns().is_some() {
+                polls_after = Some(i + 1);
+            }
+        }
+        let n = polls_after.expect("starts polling");
+        assert!(n <= 8, "polling started after {n} requests");
+    }
+
+    #[test]
+    fn one_long_gap_among_short_ones_does_not_stop_polling() {
+        let mut window = PollWindow::new();
+        let last = feed(&mut window, 0, 5 * US, 40);
+        window.work_found(last + 2_000_000 * US);
+        assert!(window.poll_until_ns().is_some(), "estimate {} us", window.gap_estimate_ns() / US);
+    }
+
+    #[test]
+    fn slowing_down_switches_to_blocking_and_speeding_up_back_to_polling() {
+        let mut window = PollWindow::new();
+        let mut now = feed(&mut window, 0, 5 * US, 40);
+        assert!(window.poll_until_ns().is_some());
+        for _ in 0..20 {
+            now += 300 * US;
+            window.work_found(now);
+        }
+        assert_eq!(window.poll_until_ns(), None);
+        for _ in 0..20 {
+            now += 5 * US;
+            window.work_found(now);
+        }
+        assert!(window.poll_until_ns().is_some());
+    }
+
+    #[test]
+    fn a_clock_that_goes_backwards_counts_as_no_gap() {
+        let mut window = PollWindow::new();
+        feed(&mut window, 1_000 * US, 5 * US, 40);
+        window.work_found(10 * US);
+        assert!(window.gap_estimate_ns() < 10 * US);
+        assert_eq!(window.poll_until_ns(), Some(10 * US + POLL_WINDOW_MIN_NS));
+    }
+
+    #[test]
+    fn window_never_exceeds_the_maximum() {
+        let mut window = PollWindow::new();
+        let last = feed(&mut window, 0, 95 * US, 60);
+        let until = window.poll_until_ns().expect("polls below two wake-ups");
+        assert_eq!(until - last, POLL_WINDOW_MAX_NS);
+    }
+}
