@@ -17,6 +17,9 @@
 pub mod ffi;
 pub mod hsa;
 pub mod log;
+// Crate-private macros, reachable as `crate::log!` / `crate::ffi_boundary!`.
+pub(crate) use ffi::panic::ffi_boundary;
+pub(crate) use log::log;
 pub mod status;
 mod sys;
 

@@ -52,8 +52,20 @@ pub fn write_line(level: Level, args: core::fmt::Arguments<'_>) {
     crate::sys::write_all(libc::STDERR_FILENO, &line);
 }
 
+/// Describes a caught panic payload for the log (the C boundary and the
+/// listener threads both catch panics and log them).
+pub fn panic_message(payload: &(dyn core::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "non-string panic payload"
+    }
+}
+
 /// `log!(Level::Warning, "fmt", args...)`: formats only when the level is on.
-#[macro_export]
+/// Crate-private; reached as `crate::log!` through the re-export in lib.rs.
 macro_rules! log {
     ($level:expr, $($arg:tt)*) => {
         if $crate::log::enabled($level) {
@@ -61,3 +73,4 @@ macro_rules! log {
         }
     };
 }
+pub(crate) use log;

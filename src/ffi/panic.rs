@@ -40,20 +40,8 @@ impl PanicFallback for u32 {
     }
 }
 
-/// Describes a caught panic payload for the log.
-pub fn panic_message(payload: &(dyn core::any::Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "non-string panic payload"
-    }
-}
-
 /// `ffi_boundary!("name", { body })`: runs `body`, turning a panic into the
-/// return type's `PanicFallback` value and an error log line.
-#[macro_export]
+/// return type's `PanicFallback` value and an error log line. Crate-private.
 macro_rules! ffi_boundary {
     ($name:expr, $body:block) => {{
         match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| $body)) {
@@ -63,10 +51,11 @@ macro_rules! ffi_boundary {
                     $crate::log::Level::Error,
                     "{}: internal panic caught at the C boundary: {}",
                     $name,
-                    $crate::ffi::panic::panic_message(&*payload)
+                    $crate::log::panic_message(&*payload)
                 );
                 $crate::ffi::panic::PanicFallback::panic_fallback()
             }
         }
     }};
 }
+pub(crate) use ffi_boundary;

@@ -30,7 +30,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::listener::{serve_entry, Shared};
+use super::listener::{serve_entry, Listener};
 
 /// Environment variable naming the listener strategy (`baseline` selects
 /// this module; anything else, or unset, the product listener).
@@ -49,7 +49,7 @@ pub fn selected() -> bool {
 }
 
 /// The baseline listener loop; returns when the listener must stop.
-pub fn run(shared: &Shared) {
+pub fn run(shared: &Listener) {
     let mut last_seen = shared.doorbell_load();
     loop {
         if shared.should_stop() {

@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 
 use super::buffer::DeviceBuffer;
 use super::layout;
-use super::listener::{self, Entry, Shared, SignalApi};
+use super::listener::{self, Entry, Listener, SignalApi};
 use super::protocol::Gate;
 use crate::log::Level;
 
@@ -120,15 +120,16 @@ impl core::fmt::Display for DisableError {
     }
 }
 
-struct Running {
-    shared: Arc<Shared>,
+/// The started listener: shared state and its main thread.
+struct ActiveListener {
+    listener: Arc<Listener>,
     thread: std::thread::JoinHandle<()>,
 }
 
 #[derive(Default)]
 struct Control {
     entries: Vec<Arc<Entry>>,
-    listener: Option<Running>,
+    listener: Option<ActiveListener>,
 }
 
 struct State {
@@ -210,11 +211,11 @@ pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) ->
     if control.listener.is_none() {
         control.listener = Some(start_listener()?);
     }
-    let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").shared);
+    let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").listener);
     // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
     // contract covers validity and exclusive protocol access until disable.
     let device_buffer = unsafe { DeviceBuffer::new(base, packets) };
-    device_buffer.initialize(shared.signal.handle);
+    device_buffer.initialize(shared.doorbell_handle());
     control.entries.push(Arc::new(Entry::new(key, device_buffer, queue as usize)));
     shared.publish(&control.entries);
     crate::log!(
@@ -240,7 +241,8 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         let index = control.entries.iter().position(|e| e.key == key).ok_or(DisableError::NotEnabled)?;
         let entry = control.entries.remove(index);
         entry.gate.close();
-        let shared = Arc::clone(&control.listener.as_ref().expect("an enabled buffer has a listener").shared);
+        let shared =
+            Arc::clone(&control.listener.as_ref().expect("an enabled buffer has a listener").listener);
         shared.publish(&control.entries);
         let stopping = if control.entries.is_empty() { control.listener.take() } else { None };
         (entry, shared, stopping, control.entries.len())
@@ -276,8 +278,8 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
     shared.services.forget_buffer(key);
     crate::log!(Level::Info, "hostcall: disabled buffer {key:#x}; {remaining} buffer(s) enabled");
     drop(shared);
-    if let Some(running) = stopping {
-        stop_listener(running, STOP_TIMEOUT);
+    if let Some(active) = stopping {
+        stop_listener(active, STOP_TIMEOUT);
     }
     Ok(())
 }
@@ -305,19 +307,19 @@ fn wait_until_idle(gate: &Gate, key: usize) {
     }
 }
 
-fn start_listener() -> Result<Running, EnableError> {
+fn start_listener() -> Result<ActiveListener, EnableError> {
     let api = SignalApi::resolve().map_err(EnableError::Hsa)?;
-    let signal = api.create_doorbell().map_err(EnableError::Hsa)?;
-    let shared = Arc::new(Shared::new(api, signal));
+    let doorbell = api.create_doorbell().map_err(EnableError::Hsa)?;
+    let shared = Arc::new(Listener::new(doorbell));
     install_process_hooks();
     // On failure `shared` is dropped here, destroying the signal.
     let thread = listener::spawn(Arc::clone(&shared)).map_err(EnableError::Thread)?;
-    Ok(Running { shared, thread })
+    Ok(ActiveListener { listener: shared, thread })
 }
 
 /// Stops and joins a listener that serves no buffer any more.
-fn stop_listener(running: Running, timeout: Duration) {
-    let Running { shared, thread } = running;
+fn stop_listener(active: ActiveListener, timeout: Duration) {
+    let ActiveListener { listener: shared, thread } = active;
     shared.request_stop();
     if listener::on_listener_thread(&shared) {
         // A service disabled the last buffer: the thread cannot join itself.
@@ -378,7 +380,7 @@ fn install_process_hooks() {
 extern "C" fn after_fork_in_child() {
     // Relaxed: the child has a single thread at this point.
     listener::FORK_EPOCH.fetch_add(1, Ordering::Relaxed);
-    listener::RUNNING.store(0, Ordering::Relaxed);
+    listener::LIVE_THREADS.store(0, Ordering::Relaxed);
     // The old state (and its possibly locked mutex, its listener's signal)
     // belongs to the parent: leak it; the next call makes a fresh one.
     STATE.store(core::ptr::null_mut(), Ordering::Release);
@@ -393,7 +395,7 @@ extern "C" fn at_unload() {
     let own = usize::from(listener::on_any_listener_thread());
     let deadline = Instant::now() + EXIT_TIMEOUT;
     // Acquire: pairs with the listener's release decrement.
-    while listener::RUNNING.load(Ordering::Acquire) > own && Instant::now() < deadline {
+    while listener::LIVE_THREADS.load(Ordering::Acquire) > own && Instant::now() < deadline {
         std::thread::sleep(Duration::from_micros(500));
     }
 }

@@ -55,7 +55,7 @@ impl Services {
                 service,
                 buffer_key,
                 lane,
-                crate::ffi::panic::panic_message(&*payload)
+                crate::log::panic_message(&*payload)
             );
             slot[0] = ERROR_VALUE;
         }
