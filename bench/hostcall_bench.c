@@ -824,6 +824,7 @@ static bool run_device_round(result_t* r, uint32_t duration_ms) {
   device_t* d = calloc(1, sizeof(*d));
   sim_wave_t* waves = calloc(r->waves, sizeof(*waves));
   if (d == NULL || waves == NULL) {
+    fprintf(stderr, "hostcall_bench: out of memory\n");
     free(d);
     free(waves);
     disable_buffers(r->buffers);
@@ -842,6 +843,7 @@ static bool run_device_round(result_t* r, uint32_t duration_ms) {
   }
   pthread_t thread;
   if (pthread_create(&thread, NULL, device_main, d) != 0) {
+    fprintf(stderr, "hostcall_bench: cannot start the device thread\n");
     free(d);
     free(waves);
     disable_buffers(r->buffers);
@@ -874,9 +876,10 @@ static bool run_device_round(result_t* r, uint32_t duration_ms) {
   disable_buffers(r->buffers);
 
   bool ok = !d->failed && d->count > 0;
-  if (d->failed) {
+  if (!ok) {
     fprintf(stderr, "hostcall_bench: device model %s W=%u B=%u P=%u: %s\n", kModeName[r->mode],
-            r->waves, r->buffers, r->pace_us, d->failure);
+            r->waves, r->buffers, r->pace_us,
+            d->failed ? d->failure : "no call completed in the measured window");
   }
   if (ok && r->rounds < MAX_ROUNDS) {
     uint64_t window = t1 - t0, calls = d->count;

@@ -26,9 +26,6 @@ mod protocol;
 #[cfg(loom)]
 pub mod protocol;
 
-/// Benchmark-only baseline listener strategy (`bench-baseline` feature).
-#[cfg(all(feature = "bench-baseline", not(loom)))]
-mod baseline;
 #[cfg(not(loom))]
 mod listener;
 #[cfg(not(loom))]
@@ -41,7 +38,7 @@ mod service;
 mod waiting;
 
 #[cfg(not(loom))]
-pub use listener::{POLL_WINDOW, WAIT_TIMEOUT};
+pub use listener::WAIT_TIMEOUT;
 #[cfg(not(loom))]
 pub use registry::{disable, enable, DisableError, EnableError, EXIT_TIMEOUT, STOP_TIMEOUT};
 #[cfg(not(loom))]

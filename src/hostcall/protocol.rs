@@ -11,8 +11,8 @@
 //!
 //! Host (`drain_ready`): detach the whole ready stack (swap with 0, acquire) →
 //! for each packet of the detached chain: read its `next` *first*, copy each
-//! active lane's words out, run the service, write the words back, clear
-//! READY (release). Once READY is clear the wave owns the packet again and may
+//! active lane's words out, run the service, write the answer words
+//! (slot[0..1]) back, clear READY (release). Once READY is clear the wave owns the packet again and may
 //! recycle it at once, which is why `next` must have been read before.
 //!
 //! # Memory ordering
@@ -23,7 +23,7 @@
 //!   later pushes to the value our swap reads. Everything a wave wrote before
 //!   its push (header, payload, `next`) is therefore visible, and plain
 //!   (relaxed) loads suffice for them.
-//! * Host `fetch_and(!READY, Release)` on control pairs with the wave's
+//! * Host `store(control & !READY, Release)` on control pairs with the wave's
 //!   acquire spin on READY: the answer words are visible before the wave reads
 //!   them, and our last access to the packet (`next` was read even earlier)
 //!   happens before the wave reuses it.
@@ -97,8 +97,8 @@ where
         // cycle back to a packet this walk already released. Its `next` may
         // be stale, so stop here. The step bound is a second guard.
         // Relaxed: as for `next` below (and our own clears are program-ordered).
-        let ready_bit = buffer.control(index).load(Ordering::Relaxed) & CONTROL_READY;
-        if ready_bit == 0 || walked > u64::from(buffer.packets()) {
+        let control = buffer.control(index).load(Ordering::Relaxed);
+        if control & CONTROL_READY == 0 || walked > u64::from(buffer.packets()) {
             stats.cycle = true;
             break;
         }
@@ -106,7 +106,7 @@ where
         // packet is released: afterwards the wave may push it on the free
         // stack and overwrite `next`.
         let next = buffer.next(index).load(Ordering::Relaxed);
-        serve_packet(buffer, index, &mut serve);
+        serve_packet(buffer, index, control, &mut serve);
         stats.served += 1;
         ptr = next;
         if ptr != 0 && !keep_going() {
@@ -118,7 +118,8 @@ where
 }
 
 /// Serves every active lane of one packet, then hands it back to the wave.
-fn serve_packet<S>(buffer: &DeviceBuffer, index: PacketIndex, serve: &mut S)
+/// `control` is the packet's control word as read in `drain_ready`.
+fn serve_packet<S>(buffer: &DeviceBuffer, index: PacketIndex, control: u32, serve: &mut S)
 where
     S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
 {
@@ -131,12 +132,15 @@ where
         mask &= mask - 1;
         let mut slot = buffer.read_slot(index, lane);
         serve(service, lane, &mut slot);
-        buffer.write_slot(index, lane, &slot);
+        // Only the answer words go back: the wave reads nothing else.
+        buffer.write_answer(index, lane, &[slot[0], slot[1]]);
     }
     // Release: publishes the answer words to the wave, whose acquire load that
     // sees READY clear pairs with this; also orders our `next` read and every
-    // payload access before the wave's reuse of the packet.
-    buffer.control(index).fetch_and(!CONTROL_READY, Ordering::Release);
+    // payload access before the wave's reuse of the packet. A plain store,
+    // not a read-modify-write: while the packet is with the host the wave
+    // only reads `control`, so nothing can change it under us.
+    buffer.control(index).store(control & !CONTROL_READY, Ordering::Release);
 }
 
 //===----------------------------------------------------------------------===//

@@ -73,6 +73,7 @@ impl PollWindow {
     }
 
     /// The estimated gap between requests (ns).
+    #[cfg(test)]
     pub fn gap_estimate_ns(&self) -> u64 {
         self.gap_estimate_ns
     }

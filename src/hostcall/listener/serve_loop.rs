@@ -4,11 +4,11 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
-use super::{Entry, Listener, CURRENT, EXITING, LIVE_THREADS, POLL_WINDOW, SERVING, WAIT_TIMEOUT};
+use super::{Entry, Listener, CURRENT, EXITING, LIVE_THREADS, SERVING, WAIT_TIMEOUT};
 use crate::hostcall::protocol::{drain_ready, Gate};
+use crate::hostcall::waiting::PollWindow;
 use crate::log::{panic_message, Level};
 
 /// Spins (with `spin_loop` hints doubling per round) before the poll loop
@@ -16,9 +16,10 @@ use crate::log::{panic_message, Level};
 const SPIN_ROUNDS: u32 = 6;
 
 /// Starts the main listener thread of `listener`. `LIVE_THREADS` counts it until it ends.
+/// Its thread name (Linux comm, at most 15 bytes) is what the benchmark
+/// finds the listener's CPU time by.
 pub fn spawn(listener: Arc<Listener>) -> Result<std::thread::JoinHandle<()>, String> {
-    let strategy = Strategy::from_env();
-    spawn_thread(strategy.thread_name(), listener, move |listener| strategy.run(listener))
+    spawn_thread("amdgpu-hostcall", listener, |listener| run(listener, Role::Main))
         .map_err(|e| format!("cannot start the listener thread: {e}"))
 }
 
@@ -66,45 +67,6 @@ where
     result
 }
 
-/// Which loop the main listener thread runs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Strategy {
-    /// The product listener: poll after work, then block on the doorbell;
-    /// slow buffers move to a helper (`run`).
-    PollThenBlock,
-    /// The benchmark's baseline (`baseline::run`, `bench-baseline` feature).
-    #[cfg(feature = "bench-baseline")]
-    Baseline,
-}
-
-impl Strategy {
-    fn from_env() -> Strategy {
-        #[cfg(feature = "bench-baseline")]
-        if crate::hostcall::baseline::selected() {
-            return Strategy::Baseline;
-        }
-        Strategy::PollThenBlock
-    }
-
-    /// The thread name (Linux comm, at most 15 bytes); the benchmark finds
-    /// the listener's CPU time by it.
-    fn thread_name(self) -> &'static str {
-        match self {
-            Strategy::PollThenBlock => "amdgpu-hostcall",
-            #[cfg(feature = "bench-baseline")]
-            Strategy::Baseline => "amdgpu-hc-base",
-        }
-    }
-
-    fn run(self, listener: &Arc<Listener>) {
-        match self {
-            Strategy::PollThenBlock => run(listener, Role::Main),
-            #[cfg(feature = "bench-baseline")]
-            Strategy::Baseline => crate::hostcall::baseline::run(listener),
-        }
-    }
-}
-
 /// Marks this thread as inside the gate (`serving_on_this_thread`) and
 /// leaves the gate when dropped (also on unwind).
 struct Inside<'a>(&'a Gate);
@@ -127,7 +89,10 @@ impl Drop for Inside<'_> {
 /// What one scan found.
 #[derive(Default)]
 struct ScanResult {
-    worked: bool,
+    /// When (clock ns) the last visit that found work ended; None: no work.
+    worked_at: Option<u64>,
+    /// Packets served (over all buffers).
+    served: u32,
     /// The main listener just moved a buffer to the helper: the helper is needed.
     found_slow: bool,
 }
@@ -146,23 +111,12 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
         if !mine {
             continue;
         }
-        // No peek at the ready stack before entering the gate: once disable
-        // has closed the gate and seen it idle, the buffer may already be
-        // freed although this snapshot still lists it. `serve_entry` enters
-        // first; `drain_ready` then peeks (relaxed) before any write.
-        let start = clock.now();
-        if role == Role::Helper {
-            listener.helper_watch.visit_begins(start);
-        }
-        let served = serve_entry(listener, entry);
-        if role == Role::Helper {
-            listener.helper_watch.visit_ends();
-        }
-        if served == 0 {
+        let Some(Visit { served, start }) = serve_entry(listener, entry, role, &clock) else {
             continue;
-        }
-        result.worked = true;
+        };
         let now = clock.now();
+        result.worked_at = Some(now);
+        result.served += served;
         let took = now.saturating_sub(start);
         match entry.class.record_visit(role, may_hand_off, served, took, now) {
             Transition::ToHelper => {
@@ -189,19 +143,43 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
     result
 }
 
-/// Detaches and serves one buffer's ready stack (if its gate lets us in);
-/// returns the number of packets served (a dropped bad pointer counts as 1).
-pub(in crate::hostcall) fn serve_entry(listener: &Listener, entry: &Entry) -> u32 {
+/// A visit of one buffer that found work.
+struct Visit {
+    /// Packets served (a dropped bad pointer counts as 1).
+    served: u32,
+    /// When the visit began (clock ns).
+    start: u64,
+}
+
+/// Detaches and serves one buffer's ready stack (if its gate lets us in and
+/// it holds work).
+fn serve_entry(listener: &Listener, entry: &Entry, role: Role, clock: &impl Clock) -> Option<Visit> {
+    // No peek at the ready stack before entering the gate: once disable has
+    // closed the gate and seen it idle, the buffer may already be freed
+    // although this snapshot still lists it.
     if !entry.gate.enter() {
-        return 0;
+        return None;
     }
     let _inside = Inside::new(&entry.gate);
+    // Inside the gate: a relaxed peek (a shared read that leaves the device's
+    // cache line alone) skips the clock reads of an empty visit. A push it
+    // misses is seen by the next scan (there is one before every block).
+    if entry.buffer.ready_stack().load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let start = clock.now();
+    if role == Role::Helper {
+        listener.helper_watch.visit_begins(start);
+    }
     let stats = drain_ready(
         &entry.buffer,
         |service, lane, slot| listener.services.serve_lane(entry.key, service, lane, slot),
         // Relaxed: a hint; the exit hook waits for the thread to leave.
         || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed),
     );
+    if role == Role::Helper {
+        listener.helper_watch.visit_ends();
+    }
     if let Some(ptr) = stats.bad_pointer {
         crate::log!(
             Level::Error,
@@ -230,10 +208,18 @@ pub(in crate::hostcall) fn serve_entry(listener: &Listener, entry: &Entry) -> u3
             entry.key
         );
     }
-    if stats.did_work() {
-        stats.served.max(1)
-    } else {
-        0
+    stats.did_work().then(|| Visit { served: stats.served.max(1), start })
+}
+
+/// Pause hints before the next look when the last scan found several
+/// packets: requests are overlapping, so a short pause lets the device push
+/// a few more (served with one visit) instead of each look taking the ready
+/// stack's cache line away from a device in mid-push.
+const GATHER_SPINS: u32 = 64;
+
+fn gather() {
+    for _ in 0..GATHER_SPINS {
+        core::hint::spin_loop();
     }
 }
 
@@ -286,9 +272,10 @@ fn run_loop(
     may_hand_off: &mut bool,
     helper: &mut Option<std::thread::JoinHandle<()>>,
 ) {
+    let clock = MonotonicClock;
     let mut snapshot: Arc<[Arc<Entry>]> = Arc::from(Vec::new());
     let mut seen_generation = u64::MAX;
-    let mut poll_until: Option<Instant> = None;
+    let mut window = PollWindow::new();
     let mut step = 0u32;
     loop {
         if listener.should_stop() {
@@ -310,24 +297,25 @@ fn run_loop(
                 }
             }
         }
-        if found.worked {
-            poll_until = Some(Instant::now() + POLL_WINDOW);
+        if let Some(at) = found.worked_at {
+            window.work_found(at);
             step = 0;
-            continue;
-        }
-        if let Some(until) = poll_until {
-            if Instant::now() < until {
-                snooze(&mut step);
+            if window.poll_until_ns().is_some() {
+                if found.served >= 2 {
+                    gather();
+                }
                 continue;
             }
-            poll_until = None;
+        } else if window.should_poll(clock.now()) {
+            snooze(&mut step);
+            continue;
         }
         // About to block: read the doorbell first, then look once more, so a
         // ring after this load makes the wait return at once and a ring before
         // it is covered by this scan.
         let observed = listener.doorbell_load();
-        if scan(listener, &snapshot, role, false).worked {
-            poll_until = Some(Instant::now() + POLL_WINDOW);
+        if let Some(at) = scan(listener, &snapshot, role, false).worked_at {
+            window.work_found(at);
             step = 0;
             continue;
         }
