@@ -28,6 +28,12 @@ const HEADERS: &[Header] = &[
         output: "iree/hal/drivers/amdgpu/util/vmem.h",
     },
     Header { config: "cbindgen-hostcall.toml", sources: &["src/ffi/hostcall.rs"], output: "rochostcall.hpp" },
+    // Test-suite only (not installed): constants the C tests share with the library.
+    Header {
+        config: "cbindgen-test-constants.toml",
+        sources: &["src/hostcall/tunables.rs"],
+        output: "../ctest/include/amdgpu_dropin_hostcall_constants.h",
+    },
 ];
 
 fn main() {

@@ -113,6 +113,22 @@ pub fn register_atfork_child(child: unsafe extern "C" fn()) -> Result<(), String
 }
 
 #[cfg(all(feature = "rocclr-hostcall", not(loom)))]
+/// Registers `handler` to run at exit(3), before the `.fini_array` hooks of
+/// every object and before the exit handlers registered earlier (glibc runs
+/// them last-registered first). Linked from libc_nonshared with this
+/// object's DSO handle, so an unload before exit runs (and drops) it too.
+pub fn register_at_exit(handler: extern "C" fn()) -> Result<(), String> {
+    // SAFETY: `handler` is an `extern "C" fn()` of this library that never
+    // unwinds; atexit only records it.
+    let rc = unsafe { libc::atexit(handler) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err("atexit failed (no memory for another handler)".into())
+    }
+}
+
+#[cfg(all(feature = "rocclr-hostcall", not(loom)))]
 /// Makes the loaded object that contains `addr` permanent: dladdr finds its
 /// file, dlopen(RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) marks it never to be
 /// unloaded (dlclose then leaves it mapped). The extra reference is never

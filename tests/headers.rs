@@ -1,4 +1,5 @@
-//! The checked-in headers in include/ must equal what cbindgen generates from
+//! The checked-in headers (include/, and the C suite's constants header in
+//! ctest/include/) must equal what cbindgen generates from
 //! the current source (build.rs writes fresh copies to $OUT_DIR/headers).
 //! Refresh with: AMDGPU_DROPIN_UPDATE_HEADERS=1 cargo build
 
@@ -26,4 +27,9 @@ fn vmem_header_matches_source() {
 #[test]
 fn rochostcall_header_matches_source() {
     check("rochostcall.hpp");
+}
+
+#[test]
+fn test_constants_header_matches_source() {
+    check("../ctest/include/amdgpu_dropin_hostcall_constants.h");
 }

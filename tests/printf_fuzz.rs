@@ -10,7 +10,10 @@
 //!   print more than the cap.
 #![cfg(all(feature = "rocclr-hostcall", not(loom)))]
 
-use amdgpu_dropin::hostcall::printf::{format_message, fuzzing, pack_string, FormatError};
+#[path = "../fuzz/harness/printf.rs"]
+mod fuzzing;
+
+use amdgpu_dropin::hostcall::printf::{format_message, pack_string, FormatError};
 use std::ffi::{c_char, c_int, CString};
 
 /// xorshift64*: small, deterministic, no crate needed.

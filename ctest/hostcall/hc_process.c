@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "amdgpu_dropin_hostcall_constants.h"
 #include "device_sim.h"
 #include "hc_test.h"
 #include "hsa_sim.h"
@@ -59,6 +60,18 @@ static int child_exit_idle(void) {
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
   if (call_ok(buffer, 1) != 0) return 3;
   return 43;
+}
+
+/* Return from main with the listener idle in its blocked doorbell wait,
+ * saying when (hc_now_us) on stderr. */
+static int child_exit_idle_timed(void) {
+  hc_hsa_init();
+  void* buffer = hc_alloc_buffer(4);
+  if (!enableHostcalls(buffer, 4, NULL)) return 2;
+  if (call_ok(buffer, 1) != 0) return 3;
+  hc_sleep_ms(30); /* well past the poll window: the listener blocks */
+  fprintf(stderr, "returning-from-main-us=%llu\n", (unsigned long long)hc_now_us());
+  return 0;
 }
 
 static _Atomic int service_entered = 0;
@@ -113,6 +126,41 @@ static void expect_exit(const char* name, int code) {
   HC_CHECK(r.exited && r.exit_code == code, "%s: want exit %d; child %s", name, code,
            hc_child_describe(&r));
   printf("  %s: exit after %llu ms\n", name, (unsigned long long)r.elapsed_ms);
+}
+
+static int compare_u64(const void* a, const void* b) {
+  uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+  return x < y ? -1 : x > y;
+}
+
+/* With an idle listener the process ends within milliseconds of returning
+ * from main: the exit handler wakes the listener through the doorbell rather
+ * than waiting for its wait timeout. Bound: the median of 7 runs below half
+ * the wait timeout (50 ms: generous for a loaded 2-core machine; waiting for
+ * the timeout costs ~70 ms here, since the child idles 30 ms first). */
+#define EXIT_RUNS 7
+#define EXIT_MEDIAN_LIMIT_US (AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS * 1000u / 2)
+static void test_exit_with_idle_listener_is_fast(void) {
+  /* The figure is our exit, not the leak checker's scan of the heap. */
+  static const char* const env[] = {"ASAN_OPTIONS=detect_leaks=0", "LSAN_OPTIONS=detect_leaks=0",
+                                    NULL};
+  uint64_t latency[EXIT_RUNS];
+  for (int run = 0; run < EXIT_RUNS; ++run) {
+    hc_child_result_t r;
+    HC_REQUIRE(hc_spawn_child("exit_idle_timed", env, EXIT_DEADLINE_MS, &r), "spawn");
+    HC_REQUIRE(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+    const char* mark = strstr(r.err, "returning-from-main-us=");
+    HC_REQUIRE(mark != NULL, "no timestamp; child %s", hc_child_describe(&r));
+    unsigned long long returned = strtoull(mark + strlen("returning-from-main-us="), NULL, 10);
+    HC_REQUIRE(r.reaped_us >= returned, "clock went back");
+    latency[run] = r.reaped_us - returned;
+  }
+  qsort(latency, EXIT_RUNS, sizeof(latency[0]), compare_u64);
+  printf("  return from main to process end: min %llu us, median %llu us, max %llu us\n",
+         (unsigned long long)latency[0], (unsigned long long)latency[EXIT_RUNS / 2],
+         (unsigned long long)latency[EXIT_RUNS - 1]);
+  HC_CHECK(latency[EXIT_RUNS / 2] < EXIT_MEDIAN_LIMIT_US, "median exit latency %llu us",
+           (unsigned long long)latency[EXIT_RUNS / 2]);
 }
 
 static void test_exit_from_other_thread_mid_flight(void) {
@@ -259,6 +307,7 @@ int main(int argc, char** argv) {
   static const hc_child_case_t cases[] = {
       {"exit_from_thread", child_exit_from_thread},
       {"exit_idle", child_exit_idle},
+      {"exit_idle_timed", child_exit_idle_timed},
       {"exit_slow", child_exit_during_slow_service},
       {"exit_stuck", child_exit_during_stuck_service},
       {"fork_first_enable", child_fork_during_first_enable},
@@ -267,6 +316,7 @@ int main(int argc, char** argv) {
   hc_child_main(argc, argv, cases);
   hc_hsa_init();
   HC_RUN(test_exit_with_idle_listener);
+  HC_RUN(test_exit_with_idle_listener_is_fast);
   HC_RUN(test_exit_from_other_thread_mid_flight);
   HC_RUN(test_exit_during_slow_service);
   HC_RUN(test_exit_during_stuck_service);

@@ -24,8 +24,6 @@
 #define PACKETS 8u
 #define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 #define CHILD_TIMEOUT_MS 20000u
-#define SERVED_BY_MAIN 1u
-#define SERVED_BY_HELPER 2u
 
 typedef void (*host_fn)(uint64_t out[2], const uint64_t in[7]);
 
@@ -33,14 +31,6 @@ static void sleep_ms_exact(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000L * 1000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
-}
-
-static uint64_t served_by(void) {
-  char name[32] = {0};
-  pthread_getname_np(pthread_self(), name, sizeof(name));
-  if (strcmp(name, "amdgpu-hostcall") == 0) return SERVED_BY_MAIN;
-  if (strcmp(name, "amdgpu-hc-slow") == 0) return SERVED_BY_HELPER;
-  return 0;
 }
 
 /* One single-lane FUNCTION_CALL with arguments in[0], in[1]; returns 0 and
@@ -68,7 +58,7 @@ static _Atomic int a_inside;
 static void slow_5ms(uint64_t out[2], const uint64_t in[7]) {
   (void)in;
   sleep_ms_exact(5);
-  out[0] = served_by();
+  out[0] = hc_served_by();
   out[1] = 0;
 }
 
@@ -78,7 +68,7 @@ static void held_300ms(uint64_t out[2], const uint64_t in[7]) {
   /* Relaxed: a flag polled by the other service; nothing rides on it. */
   atomic_store_explicit(&a_inside, 1, memory_order_relaxed);
   sleep_ms_exact(300);
-  out[0] = served_by();
+  out[0] = hc_served_by();
   atomic_store_explicit(&a_inside, 0, memory_order_relaxed);
   out[1] = 0;
 }
@@ -94,12 +84,12 @@ static void disable_other(uint64_t out[2], const uint64_t in[7]) {
   }
   disableHostcalls(victim, victim);
   out[0] = (uint64_t)atomic_load_explicit(&a_inside, memory_order_relaxed);
-  out[1] = served_by();
+  out[1] = hc_served_by();
 }
 
 static void* call_held(void* buffer) {
   uint64_t out[2] = {0, 0};
-  return (void*)(intptr_t)(call(buffer, held_300ms, 0, 0, out) == 0 && out[0] == SERVED_BY_HELPER
+  return (void*)(intptr_t)(call(buffer, held_300ms, 0, 0, out) == 0 && out[0] == HC_SERVED_BY_HELPER
                                ? 0
                                : 1);
 }
@@ -110,10 +100,10 @@ static void test_disable_other_buffer_from_service(void) {
   HC_REQUIRE(enableHostcalls(a, PACKETS, a) && enableHostcalls(b, PACKETS, b), "enable");
   /* Slow visits in a row hand A to the helper thread. */
   uint64_t out[2] = {0, 0};
-  for (int k = 0; k < 6 && out[0] != SERVED_BY_HELPER; ++k) {
+  for (int k = 0; k < 6 && out[0] != HC_SERVED_BY_HELPER; ++k) {
     HC_REQUIRE(call(a, slow_5ms, 0, 0, out) == 0, "slow call %d", k);
   }
-  HC_REQUIRE(out[0] == SERVED_BY_HELPER, "buffer A never moved to the helper (served by %llu)",
+  HC_REQUIRE(out[0] == HC_SERVED_BY_HELPER, "buffer A never moved to the helper (served by %llu)",
              (unsigned long long)out[0]);
 
   pthread_t thread;
@@ -122,7 +112,7 @@ static void test_disable_other_buffer_from_service(void) {
   void* held_result = NULL;
   pthread_join(thread, &held_result);
   HC_CHECK(rc == 0, "the disabling call on B was not answered");
-  HC_CHECK(out[1] == SERVED_BY_MAIN, "B served by %llu, expected the main listener",
+  HC_CHECK(out[1] == HC_SERVED_BY_MAIN, "B served by %llu, expected the main listener",
            (unsigned long long)out[1]);
   HC_CHECK(out[0] == 0,
            "disableHostcalls(A) from a service of B returned while the helper was still "

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,45 @@ uint64_t hc_now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t hc_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 void hc_sleep_ms(uint32_t ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
+}
+
+uint64_t hc_served_by(void) {
+  char name[32] = {0};
+  pthread_getname_np(pthread_self(), name, sizeof(name));
+  if (strcmp(name, "amdgpu-hostcall") == 0) return HC_SERVED_BY_MAIN;
+  if (strcmp(name, "amdgpu-hc-slow") == 0) return HC_SERVED_BY_HELPER;
+  return 0;
+}
+
+int hc_listener_threads(void) {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == NULL) return -1;
+  struct dirent* e;
+  while ((e = readdir(dir)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char path[300], name[32] = {0};
+    snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+    FILE* f = fopen(path, "r");
+    if (f == NULL) continue;
+    if (fgets(name, sizeof(name), f) != NULL &&
+        (strcmp(name, "amdgpu-hostcall\n") == 0 || strcmp(name, "amdgpu-hc-slow\n") == 0)) {
+      ++count;
+    }
+    fclose(f);
+  }
+  closedir(dir);
+  return count;
 }
 
 #ifndef HC_NO_HSA
@@ -159,10 +195,15 @@ static void collect(pid_t pid, int fd, uint32_t timeout_ms, uint64_t start,
         }
       }
     } else {
-      hc_sleep_ms(2);
+      /* stderr closed: the child is exiting; look often so reaped_us is close. */
+      struct timespec ts = {0, 100 * 1000};
+      nanosleep(&ts, NULL);
     }
     pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) reaped = true;
+    if (done == pid) {
+      reaped = true;
+      result->reaped_us = hc_now_us();
+    }
   }
   /* Drain what is left without blocking. */
   for (;;) {

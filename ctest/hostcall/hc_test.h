@@ -35,6 +35,18 @@ extern int hc_failures;
     }                               \
   } while (0)
 
+/* In a child process case: reports on stderr (which the parent captures) and
+ * counts into the case's local `int failures`. */
+#define HC_CHILD_CHECK(cond, ...)                                      \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      fprintf(stderr, "CHILD FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                    \
+      fputc('\n', stderr);                                             \
+      failures++;                                                      \
+    }                                                                  \
+  } while (0)
+
 /* Runs one named test function and prints its outcome. */
 #define HC_RUN(fn)                                                                   \
   do {                                                                               \
@@ -47,6 +59,7 @@ extern int hc_failures;
   } while (0)
 
 uint64_t hc_now_ms(void);
+uint64_t hc_now_us(void);
 void hc_sleep_ms(uint32_t ms);
 
 /* hsa_init with the simulator's defaults; aborts the test on failure. */
@@ -77,6 +90,15 @@ int hc_thread_count(void);
 /* Waits up to timeout_ms for the thread count to become `expected`;
  * returns the last count seen. */
 int hc_wait_thread_count(int expected, uint32_t timeout_ms);
+/* Which listener thread runs the calling code (from a host function):
+ * HC_SERVED_BY_MAIN, HC_SERVED_BY_HELPER, or 0 for any other thread. Read
+ * from the thread name (the benchmark finds the threads the same way). */
+#define HC_SERVED_BY_MAIN 1u
+#define HC_SERVED_BY_HELPER 2u
+uint64_t hc_served_by(void);
+/* Listener threads (main and helper) of this process. */
+int hc_listener_threads(void);
+
 /* Live HSA signals of the software runtime. */
 uint64_t hc_live_signals(void);
 
@@ -97,6 +119,7 @@ typedef struct hc_child_result {
   int exit_code;    /* WEXITSTATUS */
   int signal;       /* WTERMSIG, 0 if none */
   uint64_t elapsed_ms;
+  uint64_t reaped_us; /* hc_now_us() when the child was reaped */
   char err[16384];  /* captured stderr (NUL-terminated, truncated) */
   size_t err_len;
 } hc_child_result_t;

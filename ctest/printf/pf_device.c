@@ -10,7 +10,6 @@
 #include "hsa/hsa.h"
 #include "rochostcall.hpp"
 
-int pf_failures = 0;
 
 /* ---- Arguments ----------------------------------------------------------- */
 

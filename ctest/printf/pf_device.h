@@ -29,26 +29,8 @@
 #define PF_POISON_DESCRIPTOR (((1ull << 56) - 1) << PF_DESC_ID_SHIFT)
 #define PF_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 
-extern int pf_failures;
-
-#define PF_CHECK(cond, ...)                                           \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      pf_failures++;                                                  \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fputc('\n', stderr);                                            \
-      fflush(stderr);                                                 \
-    }                                                                 \
-  } while (0)
-
-#define PF_RUN(fn)                                                         \
-  do {                                                                     \
-    int before_ = pf_failures;                                             \
-    fn();                                                                  \
-    printf("%s %s\n", pf_failures == before_ ? "ok  " : "FAIL", #fn);      \
-    fflush(stdout);                                                        \
-  } while (0)
+/* Checks and test runner: the hostcall suite's (HC_CHECK, HC_RUN, hc_failures). */
+#include "hc_test.h"
 
 /* ---- Arguments ----------------------------------------------------------- */
 

@@ -6,7 +6,8 @@
 //! * `protocol` — detach / walk / serve / release of the ready stack and the
 //!   registration gate; model-checked with loom (`tests/loom_hostcall.rs`).
 //! * `service`  — FUNCTION_CALL, PRINTF (`printf/`), the error answer.
-//! * `listener` — the thread, the doorbell signal, the waiting strategy.
+//! * `listener` — the threads, the doorbell signal, the waiting strategy, the
+//!   slow-buffer classifier (`listener/`).
 //! * `waiting`  — when the listener polls and when it blocks (pure logic).
 //! * `registry` — enable/disable, listener lifetime, exit/fork/unload hooks.
 //!
@@ -38,11 +39,10 @@ mod service;
 mod waiting;
 
 #[cfg(not(loom))]
-pub use listener::WAIT_TIMEOUT;
+mod tunables;
+
 #[cfg(not(loom))]
-pub use registry::{disable, enable, DisableError, EnableError, EXIT_TIMEOUT, STOP_TIMEOUT};
-#[cfg(not(loom))]
-pub use service::{ERROR_VALUE, PANIC_SERVICE_ENV, SERVICE_FUNCTION_CALL, SERVICE_PRINTF};
+pub use registry::{disable, enable, DisableError, EnableError};
 
 /// Bytes a buffer of `packets` packets occupies (getHostcallBufferSize); the
 /// same value as upstream for every count, 0 included.

@@ -33,9 +33,13 @@
 //! * The last disable stops the listener, joins it (bounded by
 //!   `STOP_TIMEOUT`, else it is left to finish on its own) and destroys the
 //!   doorbell signal; the next enable starts a fresh one.
-//! * Process exit with buffers enabled: the `.fini_array` hook sets `EXITING`,
-//!   waits up to `EXIT_TIMEOUT` for listeners to leave their loop, and makes no
-//!   HSA call (the runtime may be gone). Later enables return false.
+//! * Process exit with buffers enabled: an exit handler (atexit, registered
+//!   when the first listener starts, so it runs before the HSA runtime's
+//!   teardown) sets `EXITING`, rings the doorbell if HSA still answers, and
+//!   waits up to `EXIT_TIMEOUT` for listeners to leave their loop: an idle
+//!   listener leaves at once, a busy one after the packet it is serving.
+//!   The `.fini_array` hook repeats this without any HSA call (the runtime
+//!   may be gone by then). Later enables return false. `_exit` runs neither.
 //! * fork: the child starts with no buffers and no listener (parent's buffers
 //!   are not enabled in the child; disabling them there is "unknown"); enable
 //!   in the child starts its own listener and signal.
@@ -45,7 +49,7 @@
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
@@ -57,11 +61,11 @@ use crate::log::Level;
 
 /// Longest the last `disableHostcalls` waits for the listener thread to end
 /// before leaving it to finish on its own (it holds its own references).
-pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+pub const STOP_TIMEOUT: Duration = Duration::from_millis(super::tunables::STOP_TIMEOUT_MS);
 
 /// Longest process exit (or library unload) waits for listeners: one full
 /// doorbell wait plus margin, since no HSA call may wake them then.
-pub const EXIT_TIMEOUT: Duration = Duration::from_millis(250);
+pub const EXIT_TIMEOUT: Duration = Duration::from_millis(super::tunables::EXIT_TIMEOUT_MS);
 
 /// How often a waiting disable says why it is still waiting.
 const DISABLE_WARN_PERIOD: Duration = Duration::from_secs(1);
@@ -372,6 +376,10 @@ fn install_process_hooks() {
             Ok(path) => crate::log!(Level::Debug, "hostcall: pinned {path} (RTLD_NODELETE)"),
             Err(e) => crate::log!(Level::Debug, "hostcall: could not pin the library: {e}"),
         }
+        // After HSA is initialized (the doorbell exists): see `at_exit`.
+        if let Err(e) = crate::sys::register_at_exit(at_exit) {
+            crate::log!(Level::Warning, "hostcall: {e}; exit waits for the listener's timeout");
+        }
     });
 }
 
@@ -386,18 +394,79 @@ extern "C" fn after_fork_in_child() {
     STATE.store(core::ptr::null_mut(), Ordering::Release);
 }
 
-/// Runs at exit() and at dlclose (if the library was never pinned).
-extern "C" fn at_unload() {
+/// Set by `at_exit`.
+static EXIT_HANDLER_RAN: AtomicBool = AtomicBool::new(false);
+
+/// Runs at exit(3): registered with atexit when the first listener starts,
+/// after the HSA runtime was initialized, so it runs before the runtime's own
+/// exit-time teardown (destructors registered earlier, `.fini_array` hooks).
+/// Stops the listeners and, while HSA still answers, rings the doorbell so an
+/// idle listener leaves its blocked wait at once: exit then costs
+/// microseconds instead of up to one `WAIT_TIMEOUT`.
+extern "C" fn at_exit() {
     // SeqCst: enable re-checks EXITING under the lock with SeqCst.
     listener::EXITING.store(true, Ordering::SeqCst);
-    // Listeners see EXITING at the latest when their doorbell wait times out;
-    // no HSA call wakes them here, since HSA may already be torn down.
+    // Relaxed: read later by this same thread (exit runs the hooks in order).
+    EXIT_HANDLER_RAN.store(true, Ordering::Relaxed);
+    if let Some(active) = listener_for_exit() {
+        if !active.wake_for_exit() {
+            crate::log!(
+                Level::Debug,
+                "hostcall: exit: HSA no longer answers; listeners leave at their timeout"
+            );
+        }
+    }
+    wait_for_listeners(EXIT_TIMEOUT);
+}
+
+/// The running listener, if the registration lock is free (another thread
+/// may hold it forever at exit: then no ring, the bounded wait still applies).
+fn listener_for_exit() -> Option<Arc<Listener>> {
+    // Acquire: pairs with the release CAS that installed the state.
+    let current = STATE.load(Ordering::Acquire);
+    if current.is_null() {
+        return None;
+    }
+    // SAFETY: states are leaked, never freed, so the pointer stays valid.
+    let state = unsafe { &*current };
+    let control = match state.control.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    control.listener.as_ref().map(|active| Arc::clone(&active.listener))
+}
+
+/// Waits (bounded) until no listener thread other than this one runs.
+fn wait_for_listeners(timeout: Duration) {
     let own = usize::from(listener::on_any_listener_thread());
-    let deadline = Instant::now() + EXIT_TIMEOUT;
+    let deadline = Instant::now() + timeout;
+    let mut step = 0u32;
     // Acquire: pairs with the listener's release decrement.
     while listener::LIVE_THREADS.load(Ordering::Acquire) > own && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_micros(500));
+        if step < 64 {
+            std::thread::yield_now();
+            step += 1;
+        } else {
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
+}
+
+/// Runs at dlclose (if the library was never pinned) and at exit after every
+/// exit handler: the last line of defence when `at_exit` did not run (no
+/// listener was ever started, or atexit failed). Makes no HSA call: the
+/// runtime may already be torn down.
+extern "C" fn at_unload() {
+    // SeqCst: as in `at_exit`.
+    listener::EXITING.store(true, Ordering::SeqCst);
+    // Relaxed: see `at_exit`. Its bounded wait already ran: a listener still
+    // running now is stuck in a service, and waiting twice helps nobody.
+    if EXIT_HANDLER_RAN.load(Ordering::Relaxed) {
+        return;
+    }
+    // Listeners see EXITING at the latest when their doorbell wait times out.
+    wait_for_listeners(EXIT_TIMEOUT);
 }
 
 #[cfg(target_os = "linux")]

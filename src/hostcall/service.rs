@@ -19,11 +19,7 @@ pub const SERVICE_FUNCTION_CALL: u32 = 1;
 pub const SERVICE_PRINTF: u32 = 2;
 
 /// slot[0] of a lane whose request failed.
-pub const ERROR_VALUE: u64 = u64::MAX;
-
-/// Test hook: when set to a service id, requests with that id panic inside
-/// the listener (to exercise the per-lane panic catch from C tests).
-pub const PANIC_SERVICE_ENV: &str = "AMDGPU_DROPIN_HOSTCALL_PANIC_SERVICE";
+pub const ERROR_VALUE: u64 = super::tunables::ERROR_VALUE;
 
 /// The FUNCTION_CALL signature: `void f(uint64_t out[2], const uint64_t in[7])`.
 type HostFunction = unsafe extern "C" fn(out: *mut u64, input: *const u64);
@@ -34,13 +30,19 @@ const MAX_LOGGED_UNKNOWN_IDS: usize = 64;
 pub struct Services {
     printf: PrintfService,
     unknown_logged: spin::Mutex<Vec<u32>>,
+    /// Requests with this id panic (test builds only).
+    #[cfg(any(test, feature = "test-hooks"))]
     panic_service: Option<u32>,
 }
 
 impl Services {
     pub fn new() -> Services {
-        let panic_service = std::env::var(PANIC_SERVICE_ENV).ok().and_then(|v| v.trim().parse::<u32>().ok());
-        Services { printf: PrintfService::new(), unknown_logged: spin::Mutex::new(Vec::new()), panic_service }
+        Services {
+            printf: PrintfService::new(),
+            unknown_logged: spin::Mutex::new(Vec::new()),
+            #[cfg(any(test, feature = "test-hooks"))]
+            panic_service: cfg!(feature = "test-hooks").then_some(super::tunables::TEST_PANIC_SERVICE),
+        }
     }
 
     /// Answers one active lane of a packet. Never unwinds: a panic in a
@@ -67,8 +69,9 @@ impl Services {
     }
 
     fn dispatch(&self, buffer_key: usize, service: u32, lane: u32, slot: &mut [u64; SLOT_WORDS]) {
+        #[cfg(any(test, feature = "test-hooks"))]
         if self.panic_service == Some(service) {
-            panic!("{PANIC_SERVICE_ENV}={service}: test-requested panic");
+            panic!("amdgpu-dropin test hook: requested panic in service {service:#x}");
         }
         match service {
             SERVICE_FUNCTION_CALL => function_call(slot),

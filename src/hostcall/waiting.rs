@@ -30,7 +30,7 @@ pub const WAKE_COST_NS: u64 = 50_000;
 pub const SPIN_WHILE_GAP_BELOW_NS: u64 = 2 * WAKE_COST_NS;
 
 /// The longest the listener polls without finding work before it blocks.
-pub const POLL_WINDOW_MAX_NS: u64 = 100_000;
+pub const POLL_WINDOW_MAX_NS: u64 = super::tunables::POLL_WINDOW_US * 1_000;
 
 /// The shortest poll window (when polling at all): a little longer than a
 /// wave's turnaround between an answer and its next request.

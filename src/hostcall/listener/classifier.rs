@@ -31,6 +31,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::hostcall::tunables;
+
 /// Nanoseconds on a monotonic clock.
 pub type Nanos = u64;
 
@@ -39,16 +41,16 @@ pub type Nanos = u64;
 /// function or a printf that blocks. A full 64-lane FUNCTION_CALL packet with
 /// a trivial function takes 1–2 µs, so ordinary traffic never comes close
 /// (but preemption can, hence `SLOW_STREAK` and the fallback).
-pub const SLOW_VISIT: Duration = Duration::from_micros(250);
-pub const SLOW_PER_PACKET: Duration = Duration::from_micros(20);
+pub const SLOW_VISIT: Duration = Duration::from_micros(tunables::SLOW_VISIT_US);
+pub const SLOW_PER_PACKET: Duration = Duration::from_micros(tunables::SLOW_PER_PACKET_US);
 
 /// Slow visits in a row (by the main listener) before a buffer is handed to
 /// the helper: one slow visit can be a preemption rather than a slow service.
-pub const SLOW_STREAK: u32 = 3;
+pub const SLOW_STREAK: u32 = tunables::SLOW_STREAK;
 
 /// A buffer on the helper whose visits have all been fast for this long goes
 /// back to the main listener.
-pub const SLOW_DEMOTE_AFTER: Duration = Duration::from_secs(1);
+pub const SLOW_DEMOTE_AFTER: Duration = Duration::from_millis(tunables::SLOW_DEMOTE_AFTER_MS);
 
 const fn nanos(d: Duration) -> Nanos {
     d.as_nanos() as Nanos

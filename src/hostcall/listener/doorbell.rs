@@ -20,6 +20,8 @@ pub struct SignalApi {
     load: pfn_hsa_signal_load,
     add: pfn_hsa_signal_add,
     wait: pfn_hsa_signal_wait,
+    /// hsa_system_get_info, if the runtime has it (`runtime_initialized`).
+    get_info: Option<pfn_hsa_system_get_info>,
     /// Wait-timeout ticks per second (HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY).
     ticks_per_second: u64,
 }
@@ -51,7 +53,8 @@ impl SignalApi {
             c"hsa_signal_wait_acquire",
         ])?;
         let mut ticks_per_second = 1_000_000_000u64;
-        if let Ok(get_info) = resolve_first::<pfn_hsa_system_get_info>(&[c"hsa_system_get_info"]) {
+        let get_info = resolve_first::<pfn_hsa_system_get_info>(&[c"hsa_system_get_info"]).ok();
+        if let Some(get_info) = get_info {
             let mut value = 0u64;
             // SAFETY: TIMESTAMP_FREQUENCY writes one uint64_t to the pointer.
             let status = unsafe {
@@ -67,7 +70,7 @@ impl SignalApi {
                 );
             }
         }
-        Ok(SignalApi { create, destroy, load, add, wait, ticks_per_second })
+        Ok(SignalApi { create, destroy, load, add, wait, get_info, ticks_per_second })
     }
 
     /// Creates the doorbell: value 1, no consumer restriction (as upstream).
@@ -101,6 +104,19 @@ impl Doorbell {
     /// The signal handle buffers carry in their header.
     pub fn handle(&self) -> u64 {
         self.signal.handle
+    }
+
+    /// True when the HSA runtime answers a query (it has not been shut
+    /// down). Only called while the runtime's code is known to be mapped and
+    /// its destructors not yet run (`registry::at_exit`); false when it cannot tell.
+    pub fn runtime_initialized(&self) -> bool {
+        let Some(get_info) = self.api.get_info else { return false };
+        let mut frequency = 0u64;
+        // SAFETY: resolved hsa_system_get_info; TIMESTAMP_FREQUENCY writes one uint64_t.
+        let status = unsafe {
+            get_info(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, (&mut frequency as *mut u64).cast::<c_void>())
+        };
+        status == HSA_STATUS_SUCCESS
     }
 
     /// Changes the value so a blocked wait returns.

@@ -67,13 +67,14 @@ pub use serve_loop::spawn;
 use super::buffer::DeviceBuffer;
 use super::protocol::Gate;
 use super::service::Services;
+use super::tunables;
 use classifier::{BufferClass, HelperWatch};
 
 /// Timeout of the blocked doorbell wait: the longest a packet whose ring was
 /// lost waits, and the idle wake-up period (idle CPU ∝ 1 / this). 50 ms cost
 /// 0.09–0.10 % of a core idle on the benchmark machine (the limit is 0.1 %);
 /// 100 ms halves that. Must stay well below `EXIT_TIMEOUT`.
-pub const WAIT_TIMEOUT: Duration = Duration::from_millis(100);
+pub const WAIT_TIMEOUT: Duration = Duration::from_millis(tunables::WAIT_TIMEOUT_MS);
 
 /// Set by the `.fini_array` hook: the process is exiting (or the library is
 /// being unloaded). Listeners stop; no HSA call is made any more (the HSA
@@ -197,6 +198,19 @@ impl Listener {
         // Release: see should_stop.
         self.stop.store(true, Ordering::Release);
         self.ring();
+    }
+
+    /// At process exit (`EXITING` already set), before the HSA runtime's
+    /// teardown: wakes threads blocked on the doorbell so they leave the HSA
+    /// wait and their loop now, rather than at the wait's timeout. Rings only
+    /// when the runtime still answers (the application may have shut it
+    /// down); otherwise the threads leave at their timeout as before.
+    pub fn wake_for_exit(&self) -> bool {
+        if !self.in_current_epoch() || !self.doorbell.runtime_initialized() {
+            return false;
+        }
+        self.doorbell.ring();
+        true
     }
 
     /// Changes the doorbell value so a blocked wait returns.

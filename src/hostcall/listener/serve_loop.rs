@@ -266,6 +266,27 @@ fn run(listener: &Arc<Listener>, role: Role) {
     }
 }
 
+/// Starts the helper when a scan moved a buffer to it and none runs yet; if
+/// it cannot start, every buffer goes back to the main listener for good.
+fn ensure_helper(
+    listener: &Arc<Listener>,
+    found: &ScanResult,
+    snapshot: &[Arc<Entry>],
+    may_hand_off: &mut bool,
+    helper: &mut Option<std::thread::JoinHandle<()>>,
+) {
+    if !found.found_slow || helper.is_some() {
+        return;
+    }
+    *helper = start_helper(listener);
+    if helper.is_none() {
+        *may_hand_off = false;
+        for entry in snapshot {
+            entry.class.reset();
+        }
+    }
+}
+
 fn run_loop(
     listener: &Arc<Listener>,
     role: Role,
@@ -288,15 +309,7 @@ fn run_loop(
             seen_generation = generation;
         }
         let found = scan(listener, &snapshot, role, *may_hand_off);
-        if found.found_slow && helper.is_none() {
-            *helper = start_helper(listener);
-            if helper.is_none() {
-                *may_hand_off = false;
-                for entry in snapshot.iter() {
-                    entry.class.reset();
-                }
-            }
-        }
+        ensure_helper(listener, &found, &snapshot, may_hand_off, helper);
         if let Some(at) = found.worked_at {
             window.work_found(at);
             step = 0;
@@ -314,7 +327,9 @@ fn run_loop(
         // ring after this load makes the wait return at once and a ring before
         // it is covered by this scan.
         let observed = listener.doorbell_load();
-        if let Some(at) = scan(listener, &snapshot, role, false).worked_at {
+        let found = scan(listener, &snapshot, role, *may_hand_off);
+        ensure_helper(listener, &found, &snapshot, may_hand_off, helper);
+        if let Some(at) = found.worked_at {
             window.work_found(at);
             step = 0;
             continue;

@@ -38,8 +38,6 @@
 
 mod cfmt;
 pub mod format;
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod message;
 
 use std::collections::HashMap;

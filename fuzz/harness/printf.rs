@@ -1,5 +1,7 @@
-//! Fuzzing entry point shared by the cargo-fuzz target (`fuzz/`) and the
-//! stable randomized test (`tests/printf_fuzz.rs`). Not part of the API.
+//! Fuzzing harness of the PRINTF service, shared (by `#[path]`) by the
+//! cargo-fuzz target (`fuzz/fuzz_targets/printf.rs`) and the stable
+//! randomized test (`tests/printf_fuzz.rs`). It uses only the library's
+//! public API and is not part of the library.
 //!
 //! `run` turns arbitrary bytes into either a stream of packets from several
 //! lanes and buffers (replayed against a `PrintfService` with small caps
@@ -7,8 +9,10 @@
 //! reply descriptor, or not) or one raw message for `format_message`, and
 //! checks the service's invariants. A violation panics (the fuzzer's crash).
 
-use super::message::{DESC_BEGIN, DESC_END, DESC_ID_SHIFT, DESC_LEN_SHIFT};
-use super::{format_message, Descriptor, Limits, PrintfService, Sink, PRINTF_ERROR};
+use amdgpu_dropin::hostcall::printf::message::{DESC_BEGIN, DESC_END, DESC_ID_SHIFT, DESC_LEN_SHIFT};
+use amdgpu_dropin::hostcall::printf::{
+    format_message, Descriptor, Limits, PrintfService, Sink, PRINTF_ERROR,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -1,0 +1,42 @@
+//! The listener's timing constants, the error answer and the test hook's
+//! service id: the one
+//! place the C test suite takes them from. cbindgen generates
+//! `ctest/include/amdgpu_dropin_hostcall_constants.h` from this file (see
+//! build.rs; `tests/headers.rs` catches drift), so no test hard-codes them.
+//! Only plain integers and strings here: the Rust code builds its `Duration`s
+//! from them where it uses them.
+
+/// The longest the listener keeps polling after it last found work (µs);
+/// the adaptive window (waiting.rs) polls only while requests come often.
+pub const POLL_WINDOW_US: u64 = 100;
+
+/// Timeout of the listener's blocked doorbell wait (ms): the longest a packet
+/// whose ring was lost waits, and the idle wake-up period.
+pub const WAIT_TIMEOUT_MS: u64 = 100;
+
+/// Longest process exit waits for listener threads (ms).
+pub const EXIT_TIMEOUT_MS: u64 = 250;
+
+/// Longest the last `disableHostcalls` waits for the listener to end (ms).
+pub const STOP_TIMEOUT_MS: u64 = 5000;
+
+/// A visit of a buffer longer than this plus `SLOW_PER_PACKET_US` per packet
+/// served is slow (µs).
+pub const SLOW_VISIT_US: u64 = 250;
+pub const SLOW_PER_PACKET_US: u64 = 20;
+
+/// Slow visits in a row before a buffer moves to the helper thread.
+pub const SLOW_STREAK: u32 = 3;
+
+/// A buffer on the helper that has been fast for this long comes back (ms).
+pub const SLOW_DEMOTE_AFTER_MS: u64 = 1000;
+
+/// slot[0] of a lane whose request failed (-1).
+pub const ERROR_VALUE: u64 = 0xFFFF_FFFF_FFFF_FFFF;
+
+/// Test hook, only in a library built with the `test-hooks` feature (the C
+/// suite's hook build): requests with this service id panic inside the
+/// service, exercising the per-lane panic catch. The product library answers
+/// it like any unknown id.
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))] // the header still carries it
+pub const TEST_PANIC_SERVICE: u32 = 0x7E57_0001;
