@@ -8,7 +8,8 @@
 //! recently came closer together than `SPIN_WHILE_GAP_BELOW` (about two
 //! wake-ups: spinning through such a gap costs no more CPU than the wake-up
 //! it replaces costs in CPU and latency together). Then the next request
-//! probably lands inside the window and is caught at once. Requests further
+//! probably lands inside the window (at least one wake-up's cost, at most
+//! 100 µs) and is caught at once. Requests further
 //! apart (a kernel that calls the host now and then) are waited for blocked,
 //! where spinning through every gap would burn CPU for nothing.
 //!
@@ -32,9 +33,12 @@ pub const SPIN_WHILE_GAP_BELOW_NS: u64 = 2 * WAKE_COST_NS;
 /// The longest the listener polls without finding work before it blocks.
 pub const POLL_WINDOW_MAX_NS: u64 = super::tunables::POLL_WINDOW_US * 1_000;
 
-/// The shortest poll window (when polling at all): a little longer than a
-/// wave's turnaround between an answer and its next request.
-pub const POLL_WINDOW_MIN_NS: u64 = 20_000;
+/// The shortest poll window (when polling at all): one wake-up's cost. Gaps
+/// jitter (a wave, or the thread playing it, loses its core for a moment);
+/// polling up to one wake-up's cost before blocking never spends more than
+/// twice what the best choice in hindsight would have (the classic
+/// spin-then-block bound).
+pub const POLL_WINDOW_MIN_NS: u64 = WAKE_COST_NS;
 
 /// Gaps longer than this count as this much: an idle period weighs as a
 /// long gap, not as forever.
