@@ -29,7 +29,9 @@
  * pointer whose index is not below the packet count ends the walk, and so
  * does a chain longer than the packet count.
  *
- * The thread is named "amdgpu-hc-base" so the benchmark finds its CPU time. */
+ * The thread is named "amdgpu-hc-base" so the benchmark finds its CPU time.
+ * The buffer layout is the device simulator's (ctest/device_sim/device_sim.h,
+ * pinned there with static assertions), so the baseline needs no copy. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,60 +44,26 @@
 
 #include <hsa/hsa.h>
 
+#include "device_sim.h"
+
 #define BASELINE_EXPORT __attribute__((visibility("default")))
 
-/* ---- layout (SPEC 4.2), pinned ------------------------------------------- */
+/* ---- layout (SPEC 4.2): the device simulator's pinned description ------ */
 
-typedef struct {
-  uint64_t headers;
-  uint64_t payloads;
-  uint64_t doorbell;
-  _Atomic uint64_t free_stack;
-  _Atomic uint64_t ready_stack;
-  uint64_t index_mask;
-} buffer_header_t;
-
-typedef struct {
-  _Atomic uint64_t next;
-  uint64_t activemask;
-  uint32_t service;
-  _Atomic uint32_t control;
-} packet_header_t;
-
-typedef struct {
-  uint64_t slots[64][8];
-} payload_t;
-
-_Static_assert(sizeof(buffer_header_t) == 48, "buffer header size");
-_Static_assert(offsetof(buffer_header_t, doorbell) == 16, "doorbell offset");
-_Static_assert(offsetof(buffer_header_t, free_stack) == 24, "free_stack offset");
-_Static_assert(offsetof(buffer_header_t, ready_stack) == 32, "ready_stack offset");
-_Static_assert(offsetof(buffer_header_t, index_mask) == 40, "index_mask offset");
-_Static_assert(sizeof(packet_header_t) == 24, "packet header size");
-_Static_assert(offsetof(packet_header_t, activemask) == 8, "activemask offset");
-_Static_assert(offsetof(packet_header_t, service) == 16, "service offset");
-_Static_assert(offsetof(packet_header_t, control) == 20, "control offset");
-_Static_assert(sizeof(payload_t) == 4096, "payload size");
-
-#define HEADER_BYTES 48u
-#define PAYLOAD_ALIGNMENT 8u
-#define CONTROL_READY 1u
-#define SERVICE_FUNCTION_CALL 1u
+#define CONTROL_READY DEVICE_SIM_CONTROL_READY
+#define SERVICE_FUNCTION_CALL DEVICE_SIM_SERVICE_FUNCTION_CALL
 #define MAX_BUFFERS 256u
 #define THREAD_NAME "amdgpu-hc-base"
 
-static size_t headers_offset(void) { return (HEADER_BYTES + 7u) & ~(size_t)7u; }
-
-static size_t payloads_offset(uint32_t n) {
-  size_t end = headers_offset() + sizeof(packet_header_t) * (size_t)n;
-  return (end + PAYLOAD_ALIGNMENT - 1u) / PAYLOAD_ALIGNMENT * PAYLOAD_ALIGNMENT;
-}
+typedef device_sim_buffer_header_t buffer_header_t;
+typedef device_sim_packet_header_t packet_header_t;
+typedef device_sim_payload_t payload_t;
 
 BASELINE_EXPORT size_t getHostcallBufferSize(uint32_t num_packets) {
-  return payloads_offset(num_packets) + sizeof(payload_t) * (size_t)num_packets;
+  return device_sim_buffer_size(num_packets);
 }
 
-BASELINE_EXPORT uint32_t getHostcallBufferAlignment(void) { return PAYLOAD_ALIGNMENT; }
+BASELINE_EXPORT uint32_t getHostcallBufferAlignment(void) { return DEVICE_SIM_PAYLOAD_ALIGNMENT; }
 
 /* ---- registry and listener ------------------------------------------------ */
 
@@ -195,13 +163,11 @@ BASELINE_EXPORT bool enableHostcalls(void* buffer, uint32_t num_packets, const v
      * an empty ready stack, the shared doorbell. */
     uint8_t* base = (uint8_t*)buffer;
     buffer_header_t* header = (buffer_header_t*)buffer;
-    packet_header_t* headers = (packet_header_t*)(base + headers_offset());
-    uint64_t mask = 1;
-    while (mask < num_packets) mask <<= 1;
-    mask -= 1;
+    packet_header_t* headers = (packet_header_t*)(base + device_sim_headers_offset(num_packets));
+    uint64_t mask = device_sim_expected_index_mask(num_packets);
     memset(headers, 0, sizeof(packet_header_t) * num_packets);
     header->headers = (uint64_t)(uintptr_t)headers;
-    header->payloads = (uint64_t)(uintptr_t)(base + payloads_offset(num_packets));
+    header->payloads = (uint64_t)(uintptr_t)(base + device_sim_payloads_offset(num_packets));
     header->doorbell = g_doorbell.handle;
     header->index_mask = mask;
     atomic_store_explicit(&headers[0].next, 0, memory_order_relaxed);
