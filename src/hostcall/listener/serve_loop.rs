@@ -301,6 +301,9 @@ fn run_loop(
     let mut seen_generation = u64::MAX;
     let mut window = PollWindow::new();
     let mut step = 0u32;
+    // Just back from a blocked wait: the scan before the next block is the
+    // only one needed (an idle wake-up costs one scan, not two).
+    let mut woke = false;
     loop {
         if listener.should_stop() {
             return;
@@ -311,21 +314,24 @@ fn run_loop(
             snapshot = listener.snapshot();
             seen_generation = generation;
         }
-        let found = scan(listener, &snapshot, role, *may_hand_off);
-        ensure_helper(listener, &found, &snapshot, may_hand_off, helper);
-        if let Some(at) = found.worked_at {
-            window.work_found(at);
-            step = 0;
-            if window.poll_until_ns().is_some() {
-                if found.served >= GATHER_AFTER {
-                    gather();
+        if !woke {
+            let found = scan(listener, &snapshot, role, *may_hand_off);
+            ensure_helper(listener, &found, &snapshot, may_hand_off, helper);
+            if let Some(at) = found.worked_at {
+                window.work_found(at);
+                step = 0;
+                if window.poll_until_ns().is_some() {
+                    if found.served >= GATHER_AFTER {
+                        gather();
+                    }
+                    continue;
                 }
+            } else if window.should_poll(clock.now()) {
+                snooze(&mut step);
                 continue;
             }
-        } else if window.should_poll(clock.now()) {
-            snooze(&mut step);
-            continue;
         }
+        woke = false;
         // About to block: read the doorbell first, then look once more, so a
         // ring after this load makes the wait return at once and a ring before
         // it is covered by this scan.
@@ -341,5 +347,6 @@ fn run_loop(
             return;
         }
         listener.doorbell_wait_value(observed, WAIT_TIMEOUT);
+        woke = true;
     }
 }
