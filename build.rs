@@ -1,8 +1,10 @@
-//! Generates the C headers in `include/` from the Rust source with cbindgen.
+//! Generates the C headers from the Rust source with cbindgen: the public
+//! headers in `include/`, and the C test suite's constants header
+//! (`ctest/include/amdgpu_dropin_hostcall_constants.h`, not installed).
 //!
-//! The checked-in headers are what users compile against. Every build writes
-//! freshly generated copies to `$OUT_DIR/headers/`; the test `tests/headers.rs`
-//! fails when they differ from `include/`. To refresh the checked-in headers
+//! The checked-in headers are what users (and the tests) compile against.
+//! Every build writes freshly generated copies to `$OUT_DIR/headers/`; the
+//! test `tests/headers.rs` fails when they differ from the checked-in ones. To refresh the checked-in headers
 //! after changing the C surface, run:
 //!
 //!     AMDGPU_DROPIN_UPDATE_HEADERS=1 cargo build

@@ -1,9 +1,11 @@
 //! Diagnostics to stderr, off by default.
 //!
 //! Follows ROCclr's convention: `AMD_LOG_LEVEL` = 0 (default) silent, 1 errors,
-//! 2 warnings, 3 info, 4 debug. Each message is written with a single
-//! `write(2)` so lines from concurrent threads never interleave. Logging never
-//! allocates on failure paths that matter and never panics.
+//! 2 warnings, 3 info, 4 debug. Nothing is formatted when the level is off.
+//! An enabled message is formatted into one heap buffer and written with a
+//! single `write(2)`, so lines from concurrent threads never interleave.
+//! Logging never panics and ignores write errors (diagnostics must never
+//! fail the caller).
 
 use core::sync::atomic::{AtomicU8, Ordering};
 use std::io::Write;

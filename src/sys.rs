@@ -1,6 +1,9 @@
-//! Thin, checked wrappers over the libc calls the library needs (dynamic
-//! loader, raw writes). Every `unsafe` use of libc outside the hostcall
-//! shared-memory code lives here.
+//! Thin, checked wrappers over the libc calls the library needs: the dynamic
+//! loader (dlopen/dlsym/dladdr, pinning our own object), raw writes, and the
+//! process hooks (pthread_atfork, atexit). Every `unsafe` libc call lives
+//! here, except the printf formatter's `snprintf` calls
+//! (`hostcall/printf/cfmt.rs`); the device-shared memory of hostcall buffers
+//! is touched only by `hostcall/buffer.rs`.
 
 use core::ffi::{c_void, CStr};
 

@@ -62,7 +62,10 @@ static int call_ok(void* buffer, uint64_t salt) {
 
 static void test_dlclose_with_buffer_enabled(void) {
   int threads0 = hc_thread_count();
-  for (int round = 0; round < 3; ++round) {
+  /* 3 rounds in the suite; HC_DLCLOSE_ROUNDS=N for a churn soak. */
+  const char* env = getenv("HC_DLCLOSE_ROUNDS");
+  int rounds = env != NULL ? atoi(env) : 3;
+  for (int round = 0; round < rounds; ++round) {
     api_t api;
     HC_REQUIRE(load(&api), "load round %d", round);
     uint32_t n = 4;
@@ -78,7 +81,7 @@ static void test_dlclose_with_buffer_enabled(void) {
     device_sim_waves_result_t result;
     HC_CHECK(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
     HC_CHECK(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
-    hc_sleep_ms(200);
+    hc_sleep_ms(round < 3 ? 200 : 2);
     bool mapped = library_mapped();
     int threads = hc_thread_count();
     printf("  round %d: after dlclose the library is %s, %d threads (%d before enable)\n", round,

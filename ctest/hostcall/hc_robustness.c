@@ -71,7 +71,11 @@ static int child_out_of_range(void) {
     if (failures) return 1;
     HC_CHILD_CHECK(enableHostcalls(g.buffer, n, NULL), "enable n=%u", n);
     if (failures) return 1;
+    /* Word-by-word atomic snapshots (hc_snapshot_words): the listener
+     * swaps the ready stack concurrently. getHostcallBufferSize is a
+     * multiple of 8. */
     unsigned char* snapshot = malloc(size);
+    unsigned char* now = malloc(size);
     const uint64_t bads[3] = {n, (n + mask) / 2, mask};
     for (int b = 0; b < 3; ++b) {
       uint64_t bad = bads[b];
@@ -79,14 +83,15 @@ static int child_out_of_range(void) {
       for (uint64_t tag = 0; tag < 3; ++tag) {
         uint64_t ptr = bad + tag * (mask + 1);
         /* Alone on the stack (nothing else ready), header left untouched. */
-        memcpy(snapshot, g.buffer, size);
+        hc_snapshot_words(g.buffer, snapshot, size);
         HC_CHILD_CHECK(device_sim_push_ready_raw_if_empty(g.buffer, ptr), "ready stack busy");
         device_sim_ring_doorbell(g.buffer);
         HC_CHILD_CHECK(device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0,
                     "n=%u: bad pointer %llu never taken off the ready stack", n,
                     (unsigned long long)ptr);
         hc_sleep_ms(5);
-        HC_CHILD_CHECK(memcmp(snapshot, g.buffer, size) == 0,
+        hc_snapshot_words(g.buffer, now, size);
+        HC_CHILD_CHECK(memcmp(snapshot, now, size) == 0,
                     "n=%u index %llu: the host wrote into the buffer", n, (unsigned long long)bad);
         HC_CHILD_CHECK(hc_guarded_prefix_intact(&g), "memory before the buffer changed");
         char why[256];
@@ -119,6 +124,7 @@ static int child_out_of_range(void) {
     disableHostcalls(g.buffer, NULL);
     HC_CHILD_CHECK(hc_guarded_prefix_intact(&g), "memory before the buffer changed");
     free(snapshot);
+    free(now);
     hc_guarded_free(&g);
   }
   return failures ? 1 : 0;

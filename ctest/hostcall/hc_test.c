@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -38,6 +39,15 @@ uint64_t hc_now_us(void) {
 void hc_sleep_ms(uint32_t ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+void hc_snapshot_words(const void* src, void* dst, size_t size) {
+  const _Atomic uint64_t* from = (const _Atomic uint64_t*)src;
+  uint64_t* to = dst;
+  for (size_t i = 0; i < size / 8; ++i) {
+    /* Relaxed: a snapshot for comparison; no other data rides on it. */
+    to[i] = atomic_load_explicit(&from[i], memory_order_relaxed);
   }
 }
 

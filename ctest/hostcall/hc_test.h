@@ -85,6 +85,12 @@ bool hc_guarded_alloc(hc_guarded_t* out, size_t size, size_t guard_bytes);
 bool hc_guarded_prefix_intact(const hc_guarded_t* g);
 void hc_guarded_free(hc_guarded_t* g);
 
+/* Copies `size` bytes (a multiple of 8) of 8-aligned memory that the library
+ * may access concurrently (a registered buffer), word by word with relaxed
+ * atomic loads: a plain memcpy/memcmp would race with the listener's atomic
+ * swap of the ready stack. */
+void hc_snapshot_words(const void* src, void* dst, size_t size);
+
 /* Threads of this process (entries of /proc/self/task). */
 int hc_thread_count(void);
 /* Waits up to timeout_ms for the thread count to become `expected`;

@@ -2,9 +2,11 @@
 //! `hsa_ext_amd.h`) that amdgpu-dropin uses: handle types, status and enum
 //! values, shared structs and the C signatures of the functions we call.
 //!
-//! Nothing here links against HSA: functions are described as `Option<fn>`
-//! pointer types so callers resolve them at run time (from the caller's IREE
-//! table, from the process, or by loading `libhsa-runtime64.so.1`). Values are
+//! Nothing here links against HSA: functions are described as `pfn_*`
+//! function-pointer types (plain `unsafe extern "C" fn`; a table slot that
+//! may be empty is an `Option` of one) so callers resolve them at run time
+//! (from the caller's IREE table, from the process, or by loading
+//! `libhsa-runtime64.so.1`, all in the crate's `hsa.rs`). Values are
 //! plain integer constants because HSA enums cross the ABI as 32-bit integers
 //! and a Rust enum must never hold a value C made up.
 #![no_std]

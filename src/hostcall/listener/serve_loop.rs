@@ -304,6 +304,16 @@ fn run_loop(
     // Just back from a blocked wait: the scan before the next block is the
     // only one needed (an idle wake-up costs one scan, not two).
     let mut woke = false;
+    // One scan; work found feeds the poll window. Returns the packets served
+    // (None: no work).
+    let mut serve_once = |snapshot: &[Arc<Entry>], window: &mut PollWindow, step: &mut u32| {
+        let found = scan(listener, snapshot, role, *may_hand_off);
+        ensure_helper(listener, &found, snapshot, may_hand_off, helper);
+        let at = found.worked_at?;
+        window.work_found(at);
+        *step = 0;
+        Some(found.served)
+    };
     loop {
         if listener.should_stop() {
             return;
@@ -315,13 +325,9 @@ fn run_loop(
             seen_generation = generation;
         }
         if !woke {
-            let found = scan(listener, &snapshot, role, *may_hand_off);
-            ensure_helper(listener, &found, &snapshot, may_hand_off, helper);
-            if let Some(at) = found.worked_at {
-                window.work_found(at);
-                step = 0;
+            if let Some(served) = serve_once(&snapshot, &mut window, &mut step) {
                 if window.poll_until_ns().is_some() {
-                    if found.served >= GATHER_AFTER {
+                    if served >= GATHER_AFTER {
                         gather();
                     }
                     continue;
@@ -336,11 +342,7 @@ fn run_loop(
         // ring after this load makes the wait return at once and a ring before
         // it is covered by this scan.
         let observed = listener.doorbell_load();
-        let found = scan(listener, &snapshot, role, *may_hand_off);
-        ensure_helper(listener, &found, &snapshot, may_hand_off, helper);
-        if let Some(at) = found.worked_at {
-            window.work_found(at);
-            step = 0;
+        if serve_once(&snapshot, &mut window, &mut step).is_some() {
             continue;
         }
         if listener.should_stop() {

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Race detection with ThreadSanitizer: the Rust tests, then the C suite against
+# a library whose Rust code is instrumented too.
+#
+#   bash scripts/tsan.sh            both parts
+#   TSAN_PART=rust|c bash scripts/tsan.sh
+#
+# Needs a nightly toolchain (-Zsanitizer=thread). Without rust-src, std stays
+# uninstrumented (-Cunsafe-allow-abi-mismatch=sanitizer); the reports that
+# causes are suppressed in scripts/tsan.supp, each with its reason.
+# --target keeps RUSTFLAGS off build scripts and proc macros.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+part=${TSAN_PART:-all}
+triple=$(rustc -vV | sed -n 's/^host: //p')
+rustflags="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer"
+# halt_on_error: the first report fails the run. die_after_fork=0: the suite
+# forks children that start threads (supported by the library; TSan only warns).
+export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 die_after_fork=0 ${TSAN_OPTIONS:-}"
+build_dir=${BUILD_DIR:-build/tsan}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# nm reads all output (an early grep exit would kill nm with SIGPIPE under pipefail).
+has_symbol() { nm -D --defined-only "$1" 2>/dev/null | grep "$2" >/dev/null || nm "$1" 2>/dev/null | grep "$2" >/dev/null; }
+
+if [ "$part" = all ] || [ "$part" = rust ]; then
+  echo "== Rust tests under ThreadSanitizer (nightly, library instrumented)"
+  RUSTFLAGS="$rustflags" CARGO_TARGET_DIR=target/tsan \
+    cargo +nightly test --locked --target "$triple" --lib --tests --no-fail-fast
+  lib_test=$(ls -t target/tsan/"$triple"/debug/deps/amdgpu_dropin-* | grep -v '\.d$' | head -n 1)
+  if ! has_symbol "$lib_test" __tsan_init; then
+    echo "tsan.sh: $lib_test has no TSan runtime" >&2
+    exit 1
+  fi
+fi
+
+if [ "$part" = all ] || [ "$part" = c ]; then
+  echo "== C suite under ThreadSanitizer (library instrumented)"
+  export RUSTUP_TOOLCHAIN=nightly RUSTFLAGS="$rustflags" CARGO_BUILD_TARGET="$triple"
+  generator=()
+  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+  cmake -S . -B "$build_dir" "${generator[@]}" -DAMDGPU_DROPIN_TSAN=ON \
+    -DAMDGPU_DROPIN_CARGO_PROFILE=dev -DAMDGPU_DROPIN_BUILD_BENCH=OFF
+  cmake --build "$build_dir" -j "$jobs"
+  # Proof: the test binaries carry the TSan runtime and the library's Rust
+  # code calls into it.
+  if ! has_symbol "$build_dir/ctest/hostcall/hc_multi_buffer" __tsan_init; then
+    echo "tsan.sh: the C tests have no TSan runtime" >&2
+    exit 1
+  fi
+  if ! nm -D "$build_dir/lib/amdgpu_dropin/libamdgpu_dropin.so" | grep __tsan_func_entry >/dev/null; then
+    echo "tsan.sh: the library is not instrumented" >&2
+    exit 1
+  fi
+  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+fi
