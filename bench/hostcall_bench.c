@@ -1777,8 +1777,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) g_pin = g_device_pin = false;
+  const char* ours_name = strrchr(g_lib_paths[MODE_OURS], '/');
+  const char* base_name = strrchr(g_lib_paths[MODE_BASELINE], '/');
   printf("hostcall_bench: %ld CPUs online; ours = %s, baseline = %s\n",
-         sysconf(_SC_NPROCESSORS_ONLN), g_lib_paths[MODE_OURS], g_lib_paths[MODE_BASELINE]);
+         sysconf(_SC_NPROCESSORS_ONLN), ours_name ? ours_name + 1 : g_lib_paths[MODE_OURS],
+         base_name ? base_name + 1 : g_lib_paths[MODE_BASELINE]);
   int failures = 0;
   if (opt.device) failures += run_device_mode(&opt);
   if (opt.threads) {

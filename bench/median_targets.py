@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Median of several hostcall_bench runs, per target (issue 4 item 5).
+"""Median of several hostcall_bench runs, per target.
 
 Usage: median_targets.py run1.json run2.json run3.json [--markdown]
 
