@@ -2,7 +2,8 @@
 # Runs the whole test suite from a fresh checkout: Rust unit, header-drift and
 # model-checking tests, a bounded fuzz run, then the C suite with ctest
 # (software HSA runtime, vmem, hostcall, printf, exported symbols, demo) twice:
-# with ASan+UBSan against a debug library, and as users build it.
+# with ASan+UBSan against a debug library, and as users build it; then, with a
+# nightly toolchain, ThreadSanitizer (scripts/tsan.sh) and Rust ASan.
 # Installs missing build tools first.
 #   BUILD_DIR      build directory (default: build/test)
 #   FUZZ_SECONDS   how long the printf fuzz target runs (default: 30)
@@ -47,3 +48,15 @@ echo "== C suite (cmake + ctest)"
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build_dir" -j "$jobs"
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+
+# Race detection and the Rust ASan run need a nightly toolchain
+# (-Zsanitizer); without one they are skipped, saying so. AMDGPU_DROPIN_TSAN=0
+# skips them on purpose.
+if [ "${AMDGPU_DROPIN_TSAN:-1}" != 0 ] && cargo +nightly --version >/dev/null 2>&1; then
+  echo "== ThreadSanitizer: Rust tests and C suite, library instrumented (scripts/tsan.sh)"
+  BUILD_DIR="$build_dir-tsan" bash scripts/tsan.sh
+  echo "== AddressSanitizer over the raw-memory Rust unit tests (scripts/rust-asan.sh)"
+  bash scripts/rust-asan.sh
+else
+  echo "== skipped: ThreadSanitizer and Rust ASan (no nightly toolchain: rustup toolchain install nightly)"
+fi

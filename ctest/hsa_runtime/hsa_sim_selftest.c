@@ -1001,8 +1001,10 @@ static void* setter_main(void* arg) {
   sleep_ms(st->delay_ms);
   atomic_store(&st->stored_at, now_ns());
   if (st->raw) {
-    volatile int64_t* p = hsa_sim_signal_value_ptr(st->sig);
-    *p = st->value;
+    /* A store that bypasses the runtime (no futex bump), as a device writes
+     * the value; atomic (relaxed), since the waiter reads it concurrently. */
+    _Atomic int64_t* p = (_Atomic int64_t*)(uintptr_t)hsa_sim_signal_value_ptr(st->sig);
+    atomic_store_explicit(p, st->value, memory_order_relaxed);
   } else {
     hsa_signal_store_screlease(st->sig, st->value);
   }

@@ -254,6 +254,11 @@ mod tests {
         }
     }
 
+    /// A clock at 0 and a buffer that was never visited.
+    fn fresh() -> (FakeClock, BufferClass) {
+        (FakeClock(0.into()), BufferClass::new())
+    }
+
     fn main_visit(class: &BufferClass, clock: &FakeClock, took: Nanos) -> Transition {
         let now = clock.advance(took);
         class.record_visit(Role::Main, true, 1, took, now)
@@ -278,8 +283,7 @@ mod tests {
 
     #[test]
     fn fast_visits_never_move_a_buffer() {
-        let clock = FakeClock(0.into());
-        let class = BufferClass::new();
+        let (clock, class) = fresh();
         for _ in 0..1000 {
             assert_eq!(main_visit(&class, &clock, FAST), Transition::None);
         }
@@ -299,8 +303,7 @@ mod tests {
 
     #[test]
     fn slow_streak_moves_the_buffer_to_the_helper() {
-        let clock = FakeClock(0.into());
-        let class = BufferClass::new();
+        let (clock, class) = fresh();
         for n in 1..SLOW_STREAK {
             assert_eq!(main_visit(&class, &clock, SLOW), Transition::StreakGrew(n));
             assert!(!class.on_helper());
@@ -314,8 +317,7 @@ mod tests {
 
     #[test]
     fn one_fast_visit_breaks_the_streak() {
-        let clock = FakeClock(0.into());
-        let class = BufferClass::new();
+        let (clock, class) = fresh();
         for _ in 0..10 {
             for n in 1..SLOW_STREAK {
                 assert_eq!(main_visit(&class, &clock, SLOW), Transition::StreakGrew(n));
@@ -338,8 +340,7 @@ mod tests {
 
     #[test]
     fn empty_visits_change_nothing() {
-        let clock = FakeClock(0.into());
-        let class = BufferClass::new();
+        let (clock, class) = fresh();
         main_visit(&class, &clock, SLOW);
         assert_eq!(class.record_visit(Role::Main, true, 0, SLOW, clock.advance(SLOW)), Transition::None);
         assert_eq!(class.record_visit(Role::Main, true, 0, FAST, clock.advance(FAST)), Transition::None);
