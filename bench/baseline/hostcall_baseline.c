@@ -198,7 +198,11 @@ BASELINE_EXPORT void disableHostcalls(void* buffer, const void* queue) {
   if (stop) g_running = false;
   pthread_mutex_unlock(&g_lock);
   if (stop) {
-    /* 0 tells the listener to exit (it may be blocked waiting for a change). */
+    /* 0 tells the listener to exit (it may be blocked waiting for a change).
+     * As upstream, this assumes no wave rings any more (a ring after the
+     * store would hide the 0) and that no enableHostcalls runs concurrently
+     * with the last disable; the benchmark stops its waves first and enables
+     * and disables from one thread. */
     hsa_signal_store_screlease(g_doorbell, 0);
     pthread_join(g_thread, NULL);
     hsa_signal_destroy(g_doorbell);
