@@ -15,7 +15,9 @@
 //!
 //! The gap estimate is an exponentially weighted mean of the times between
 //! one piece of work found and the next (each gap capped, so that after an
-//! idle period a few close requests are enough to start polling again). No
+//! idle period a few close requests are enough to start polling again); a
+//! request found right after a blocked wait was seen a wake-up late, and that
+//! wake-up is taken out of its gap, so blocking does not feed itself. No
 //! setting for users: the constants follow from what a wake-up costs.
 //!
 //! Pure logic: the caller passes the times (nanoseconds on any monotonic
@@ -65,10 +67,18 @@ impl PollWindow {
         PollWindow { last_work_ns: None, gap_estimate_ns: GAP_CAP_NS }
     }
 
-    /// The listener found (and served) work at `now_ns`.
-    pub fn work_found(&mut self, now_ns: u64) {
+    /// The listener found (and served) work at `now_ns`. `after_wait`: it
+    /// found it right after a blocked wait, so it saw the request a wake-up
+    /// late; that wake-up is not part of the gap between requests (counting
+    /// it would keep requests 50 µs apart looking 100 µs apart, and the
+    /// listener blocking for ever after one long gap).
+    pub fn work_found(&mut self, now_ns: u64, after_wait: bool) {
         if let Some(last) = self.last_work_ns {
-            let gap = now_ns.saturating_sub(last).min(GAP_CAP_NS);
+            let mut gap = now_ns.saturating_sub(last);
+            if after_wait {
+                gap = gap.saturating_sub(WAKE_COST_NS);
+            }
+            let gap = gap.min(GAP_CAP_NS);
             // Weight 1/4 for the newest gap: a change of pace is followed
             // within a few requests, a single outlier moves little.
             self.gap_estimate_ns = (3 * self.gap_estimate_ns + gap) / 4;
@@ -110,7 +120,7 @@ mod tests {
     fn feed(window: &mut PollWindow, start: u64, gap: u64, count: u32) -> u64 {
         let mut now = start;
         for _ in 0..count {
-            window.work_found(now);
+            window.work_found(now, false);
             now += gap;
         }
         now - gap
@@ -159,7 +169,7 @@ mod tests {
         let start = 10 * 220 * US + 1_000_000 * US;
         let mut polls_after = None;
         for i in 0..20u32 {
-            window.work_found(start + u64::from(i) * 30 * US);
+            window.work_found(start + u64::from(i) * 30 * US, true);
             if polls_after.is_none() && window.poll_until_ns().is_some() {
                 polls_after = Some(i + 1);
             }
@@ -172,7 +182,7 @@ mod tests {
     fn one_long_gap_among_short_ones_does_not_stop_polling() {
         let mut window = PollWindow::new();
         let last = feed(&mut window, 0, 5 * US, 40);
-        window.work_found(last + 2_000_000 * US);
+        window.work_found(last + 2_000_000 * US, true);
         assert!(window.poll_until_ns().is_some(), "estimate {} us", window.gap_estimate_ns() / US);
     }
 
@@ -183,12 +193,12 @@ mod tests {
         assert!(window.poll_until_ns().is_some());
         for _ in 0..20 {
             now += 300 * US;
-            window.work_found(now);
+            window.work_found(now, true);
         }
         assert_eq!(window.poll_until_ns(), None);
         for _ in 0..20 {
             now += 5 * US;
-            window.work_found(now);
+            window.work_found(now, false);
         }
         assert!(window.poll_until_ns().is_some());
     }
@@ -197,9 +207,42 @@ mod tests {
     fn a_clock_that_goes_backwards_counts_as_no_gap() {
         let mut window = PollWindow::new();
         feed(&mut window, 1_000 * US, 5 * US, 40);
-        window.work_found(10 * US);
+        window.work_found(10 * US, false);
         assert!(window.gap_estimate_ns() < 10 * US);
         assert_eq!(window.poll_until_ns(), Some(10 * US + POLL_WINDOW_MIN_NS));
+    }
+
+    #[test]
+    fn one_long_gap_does_not_trap_50_us_requests_in_blocking() {
+        let mut window = PollWindow::new();
+        let mut now = feed(&mut window, 0, 53 * US, 40);
+        // The device stalls once: a long gap, and the listener blocks.
+        now += 2_000 * US;
+        window.work_found(now, true);
+        assert_eq!(window.poll_until_ns(), None);
+        // Requests 53 µs apart, each seen a wake-up (about 60 µs) late.
+        let mut polls_after = None;
+        for i in 0..10u32 {
+            now += 53 * US + 60 * US;
+            window.work_found(now, true);
+            if window.poll_until_ns().is_some() {
+                polls_after = Some(i + 1);
+                break;
+            }
+        }
+        let n = polls_after.expect("back to polling");
+        assert!(n <= 6, "polling again after {n} requests");
+    }
+
+    #[test]
+    fn requests_every_200_us_seen_after_waits_stay_blocked() {
+        let mut window = PollWindow::new();
+        let mut now = 0;
+        for _ in 0..40 {
+            now += 200 * US + 60 * US;
+            window.work_found(now, true);
+        }
+        assert_eq!(window.poll_until_ns(), None);
     }
 
     #[test]

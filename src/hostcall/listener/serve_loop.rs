@@ -306,11 +306,11 @@ fn run_loop(
     let mut woke = false;
     // One scan; work found feeds the poll window. Returns the packets served
     // (None: no work).
-    let mut serve_once = |snapshot: &[Arc<Entry>], window: &mut PollWindow, step: &mut u32| {
+    let mut serve_once = |snapshot: &[Arc<Entry>], window: &mut PollWindow, step: &mut u32, woke: bool| {
         let found = scan(listener, snapshot, role, *may_hand_off);
         ensure_helper(listener, &found, snapshot, may_hand_off, helper);
         let at = found.worked_at?;
-        window.work_found(at);
+        window.work_found(at, woke);
         *step = 0;
         Some(found.served)
     };
@@ -325,7 +325,7 @@ fn run_loop(
             seen_generation = generation;
         }
         if !woke {
-            if let Some(served) = serve_once(&snapshot, &mut window, &mut step) {
+            if let Some(served) = serve_once(&snapshot, &mut window, &mut step, false) {
                 if window.poll_until_ns().is_some() {
                     if served >= GATHER_AFTER {
                         gather();
@@ -337,12 +337,13 @@ fn run_loop(
                 continue;
             }
         }
-        woke = false;
         // About to block: read the doorbell first, then look once more, so a
         // ring after this load makes the wait return at once and a ring before
         // it is covered by this scan.
         let observed = listener.doorbell_load();
-        if serve_once(&snapshot, &mut window, &mut step).is_some() {
+        let found = serve_once(&snapshot, &mut window, &mut step, woke);
+        woke = false;
+        if found.is_some() {
             continue;
         }
         if listener.should_stop() {
