@@ -74,6 +74,39 @@ static int child_exit_idle_timed(void) {
   return 0;
 }
 
+/* The exit handler rings the doorbell only while HSA still answers. An
+ * atexit handler registered before the first enable runs after the library's
+ * (handlers run last-registered first) and checks the rings made at exit:
+ * exactly one with HSA alive, none after the application shut HSA down
+ * (with a buffer still enabled: its bug, but exit must stay safe). */
+static uint64_t g_adds_before_exit;
+static bool g_hsa_shut_down;
+
+static void check_exit_rings(void) {
+  uint64_t rings = hsa_sim_call_count("hsa_signal_add_screlease") - g_adds_before_exit;
+  if (rings != (g_hsa_shut_down ? 0u : 1u)) {
+    fprintf(stderr, "%llu doorbell rings at exit (HSA %s)\n", (unsigned long long)rings,
+            g_hsa_shut_down ? "shut down" : "alive");
+    _exit(3);
+  }
+}
+
+static int exit_counting_rings(bool shut_down) {
+  hc_hsa_init();
+  atexit(check_exit_rings);
+  void* buffer = hc_alloc_buffer(4);
+  if (!enableHostcalls(buffer, 4, NULL)) return 2;
+  if (call_ok(buffer, 1) != 0) return 4;
+  hc_sleep_ms(30);
+  g_hsa_shut_down = shut_down;
+  if (shut_down && hsa_shut_down() != HSA_STATUS_SUCCESS) return 5;
+  g_adds_before_exit = hsa_sim_call_count("hsa_signal_add_screlease");
+  return 0;
+}
+
+static int child_exit_rings_hsa_alive(void) { return exit_counting_rings(false); }
+static int child_exit_rings_hsa_shut_down(void) { return exit_counting_rings(true); }
+
 static _Atomic int service_entered = 0;
 
 /* FUNCTION_CALL host functions that take long or never return. */
@@ -161,6 +194,11 @@ static void test_exit_with_idle_listener_is_fast(void) {
          (unsigned long long)latency[EXIT_RUNS - 1]);
   HC_CHECK(latency[EXIT_RUNS / 2] < EXIT_MEDIAN_LIMIT_US, "median exit latency %llu us",
            (unsigned long long)latency[EXIT_RUNS / 2]);
+}
+
+static void test_exit_rings_only_while_hsa_answers(void) {
+  expect_exit("exit_rings_alive", 0);
+  expect_exit("exit_rings_shut_down", 0);
 }
 
 static void test_exit_from_other_thread_mid_flight(void) {
@@ -315,6 +353,8 @@ int main(int argc, char** argv) {
       {"exit_from_thread", child_exit_from_thread},
       {"exit_idle", child_exit_idle},
       {"exit_idle_timed", child_exit_idle_timed},
+      {"exit_rings_alive", child_exit_rings_hsa_alive},
+      {"exit_rings_shut_down", child_exit_rings_hsa_shut_down},
       {"exit_slow", child_exit_during_slow_service},
       {"exit_stuck", child_exit_during_stuck_service},
       {"fork_first_enable", child_fork_during_first_enable},
@@ -324,6 +364,7 @@ int main(int argc, char** argv) {
   hc_hsa_init();
   HC_RUN(test_exit_with_idle_listener);
   HC_RUN(test_exit_with_idle_listener_is_fast);
+  HC_RUN(test_exit_rings_only_while_hsa_answers);
   HC_RUN(test_exit_from_other_thread_mid_flight);
   HC_RUN(test_exit_during_slow_service);
   HC_RUN(test_exit_during_stuck_service);
