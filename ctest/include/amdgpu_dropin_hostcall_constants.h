@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 /*
- How long the listener keeps polling after it last found work (µs).
+ The longest the listener keeps polling after it last found work (µs);
+ the adaptive window (waiting.rs) polls only while requests come often.
  */
 #define AMDGPU_DROPIN_HOSTCALL_POLL_WINDOW_US 100
 

@@ -200,7 +200,22 @@ mod real {
             out
         }
 
-        /// Writes lane `lane`'s 8 words into payload `index`.
+        /// Writes lane `lane`'s answer (its first `ANSWER_WORDS` words) into
+        /// payload `index`.
+        pub fn write_answer(&self, index: PacketIndex, lane: u32, answer: &[u64; layout::ANSWER_WORDS]) {
+            debug_assert!((lane as usize) < layout::LANES);
+            for (word, value) in answer.iter().enumerate() {
+                // Relaxed: published to the device by the release store that
+                // clears READY (protocol.rs), which the wave's acquire spin on
+                // READY pairs with.
+                self.word(layout::slot_word_offset(self.packets, index.0, lane, word))
+                    .store(*value, Ordering::Relaxed);
+            }
+        }
+
+        /// Writes lane `lane`'s 8 words into payload `index` (tests play the
+        /// device with it).
+        #[cfg(test)]
         pub fn write_slot(&self, index: PacketIndex, lane: u32, slot: &[u64; layout::SLOT_WORDS]) {
             debug_assert!((lane as usize) < layout::LANES);
             for (word, value) in slot.iter().enumerate() {
@@ -354,6 +369,15 @@ mod model {
                 *value = self.packet(index).slots[base + word].with(|p| unsafe { *p });
             }
             out
+        }
+
+        pub fn write_answer(&self, index: PacketIndex, lane: u32, answer: &[u64; layout::ANSWER_WORDS]) {
+            assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
+            let base = lane as usize * layout::SLOT_WORDS;
+            for (word, value) in answer.iter().enumerate() {
+                // SAFETY: loom checks that no other access to this cell is concurrent.
+                self.packet(index).slots[base + word].with_mut(|p| unsafe { *p = *value });
+            }
         }
 
         pub fn write_slot(&self, index: PacketIndex, lane: u32, slot: &[u64; layout::SLOT_WORDS]) {

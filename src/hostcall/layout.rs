@@ -49,6 +49,9 @@ use static_assertions::const_assert_eq;
 pub const LANES: usize = 64;
 /// 64-bit words per lane slot.
 pub const SLOT_WORDS: usize = 8;
+/// Words of a slot the wave reads back after the host answered: slot[0..1]
+/// (SPEC §4.4); the host writes back only these.
+pub const ANSWER_WORDS: usize = 2;
 /// Packet header control bit 0: the packet waits for the host.
 pub const CONTROL_READY: u32 = 1;
 

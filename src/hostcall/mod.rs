@@ -15,6 +15,7 @@
 //!   error answer.
 //! * `listener` — the threads, the doorbell signal, the waiting strategy, the
 //!   slow-buffer classifier (`listener/`).
+//! * `waiting`  — how a caller waits for a listener thread to let go.
 //! * `registry` — enable/disable, listener lifetime, exit/fork/unload hooks.
 //!
 //! `sync` swaps the atomics of `buffer`/`protocol` for loom's under
@@ -41,9 +42,6 @@ mod phase_protocol;
 #[cfg(loom)]
 pub mod phase_protocol;
 
-/// Benchmark-only baseline listener strategy (`bench-baseline` feature).
-#[cfg(all(feature = "bench-baseline", not(loom)))]
-mod baseline;
 #[cfg(not(loom))]
 mod listener;
 #[cfg(not(loom))]

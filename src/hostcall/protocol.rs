@@ -11,8 +11,8 @@
 //!
 //! Host (`drain_ready`): detach the whole ready stack (swap with 0, acquire) →
 //! for each packet of the detached chain: read its `next` *first*, copy each
-//! active lane's words out, run the service, write the words back, clear
-//! READY (release). Once READY is clear the wave owns the packet again and may
+//! active lane's words out, run the service, write the answer words
+//! (slot[0..1]) back, clear READY (release). Once READY is clear the wave owns the packet again and may
 //! recycle it at once, which is why `next` must have been read before.
 //!
 //! # Memory ordering
@@ -23,7 +23,7 @@
 //!   later pushes to the value our swap reads. Everything a wave wrote before
 //!   its push (header, payload, `next`) is therefore visible, and plain
 //!   (relaxed) loads suffice for them.
-//! * Host `fetch_and(!READY, Release)` on control pairs with the wave's
+//! * Host `store(control & !READY, Release)` on control pairs with the wave's
 //!   acquire spin on READY: the answer words are visible before the wave reads
 //!   them, and our last access to the packet (`next` was read even earlier)
 //!   happens before the wave reuses it.
@@ -112,8 +112,8 @@ where
         // cycle back to a packet this walk already released. Its `next` may
         // be stale, so stop here. The step bound is a second guard.
         // Relaxed: as for `next` below (and our own clears are program-ordered).
-        let ready_bit = buffer.control(index).load(Ordering::Relaxed) & CONTROL_READY;
-        if ready_bit == 0 || walked > u64::from(buffer.packets()) {
+        let control = buffer.control(index).load(Ordering::Relaxed);
+        if control & CONTROL_READY == 0 || walked > u64::from(buffer.packets()) {
             stats.cycle = true;
             break;
         }
@@ -121,7 +121,7 @@ where
         // packet is released: afterwards the wave may push it on the free
         // stack and overwrite `next`.
         let next = buffer.next(index).load(Ordering::Relaxed);
-        serve_packet(buffer, index, &mut serve);
+        serve_packet(buffer, index, control, &mut serve);
         stats.served += 1;
         ptr = next;
         if ptr != 0 && !keep_going() {
@@ -156,7 +156,8 @@ impl Packet for PendingPacket<'_> {
             mask &= mask - 1;
             let mut slot = self.buffer.read_slot(self.index, lane);
             serve(self.service, lane, &mut slot);
-            self.buffer.write_slot(self.index, lane, &slot);
+            // Only the answer words go back: the wave reads nothing else.
+            self.buffer.write_answer(self.index, lane, &[slot[0], slot[1]]);
         }
     }
 
@@ -166,18 +167,21 @@ impl Packet for PendingPacket<'_> {
             packet.slots[lane as usize] = self.buffer.read_slot(self.index, lane);
         }
         serve(&mut packet);
-        // Only the lanes the wave sent, whatever the service did to the copy's header.
+        // Only the lanes the wave sent, whatever the service did to the copy's
+        // header, and only their answer words: the wave reads nothing else.
         let mut mask = self.activemask;
         while mask != 0 {
             let lane = mask.trailing_zeros();
             mask &= mask - 1;
-            self.buffer.write_slot(self.index, lane, &packet.slots[lane as usize]);
+            let slot = &packet.slots[lane as usize];
+            self.buffer.write_answer(self.index, lane, &[slot[0], slot[1]]);
         }
     }
 }
 
-/// Serves one packet, then hands it back to the wave.
-fn serve_packet<S>(buffer: &DeviceBuffer, index: PacketIndex, serve: &mut S)
+/// Serves one packet, then hands it back to the wave. `control` is the
+/// packet's control word as read in `drain_ready_packets`.
+fn serve_packet<S>(buffer: &DeviceBuffer, index: PacketIndex, control: u32, serve: &mut S)
 where
     S: FnMut(&mut PendingPacket<'_>),
 {
@@ -188,8 +192,10 @@ where
     serve(&mut PendingPacket { buffer, index, service, activemask });
     // Release: publishes the answer words to the wave, whose acquire load that
     // sees READY clear pairs with this; also orders our `next` read and every
-    // payload access before the wave's reuse of the packet.
-    buffer.control(index).fetch_and(!CONTROL_READY, Ordering::Release);
+    // payload access before the wave's reuse of the packet. A plain store,
+    // not a read-modify-write: while the packet is with the host the wave
+    // only reads `control`, so nothing can change it under us.
+    buffer.control(index).store(control & !CONTROL_READY, Ordering::Release);
 }
 
 //===----------------------------------------------------------------------===//

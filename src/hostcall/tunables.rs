@@ -6,7 +6,8 @@
 //! Only plain integers and strings here: the Rust code builds its `Duration`s
 //! from them where it uses them.
 
-/// How long the listener keeps polling after it last found work (µs).
+/// The longest the listener keeps polling after it last found work (µs);
+/// the adaptive window (waiting.rs) polls only while requests come often.
 pub const POLL_WINDOW_US: u64 = 100;
 
 /// Timeout of the listener's blocked doorbell wait (ms): the longest a packet

@@ -3,6 +3,7 @@
 //!
 //! * `doorbell`    — the HSA signal and its blocked wait (all HSA calls).
 //! * `classifier`  — which thread serves which buffer (pure, clock injected).
+//! * `poll_window` — when a thread polls and when it blocks (pure, clock injected).
 //! * `serve_loop`  — the threads: polling, waiting, visiting buffers.
 //!
 //! This file holds the state the registry and the listener threads share
@@ -12,13 +13,20 @@
 //!
 //! A blocked HSA wait is woken through an interrupt on a real GPU, tens of
 //! microseconds after the wave rings; waves often issue their next request
-//! right after the previous answer. So after any work the listener keeps
-//! polling the ready stacks for `POLL_WINDOW` (spinning briefly, then
-//! yielding, like crossbeam's `Backoff::snooze`), and only then blocks on the
-//! doorbell (`wait != last value`, `WAIT_TIMEOUT`). Idle, the listener sits in
+//! right after the previous answer. So after work the listener keeps polling
+//! the ready stacks (spinning briefly, then yielding, like crossbeam's
+//! `Backoff::snooze`) for as long as `poll_window::PollWindow` says: only while
+//! recent requests came closer together than about two wake-ups, for at most
+//! 100 µs. Then it blocks on the doorbell (`wait != last value`,
+//! `WAIT_TIMEOUT`). Idle, the listener sits in
 //! that blocked wait and wakes once per `WAIT_TIMEOUT` to rescan: an idle
 //! cost of one wake-up and one look per buffer every 100 ms (measured by the
 //! benchmark: about 1 ms of CPU per 2 s with 8 buffers, 0.05 % of a core).
+//!
+//! Phase-bit buffers add one rule: their waves ring at most once per ~10 µs
+//! per device, so a request may come without a ring shortly after another
+//! wave's ring. While one is enabled a thread blocks only once the doorbell
+//! value has been still for twice that (`poll_window::DoorbellQuiet`).
 //!
 //! The rescan on timeout (and the scan just before blocking) means the
 //! doorbell is only a hint: a lost or coalesced ring delays a packet by at
@@ -52,6 +60,7 @@
 
 mod classifier;
 mod doorbell;
+mod poll_window;
 mod serve_loop;
 
 use std::cell::Cell;
@@ -60,8 +69,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use doorbell::{Doorbell, SignalApi};
-#[cfg(feature = "bench-baseline")]
-pub(super) use serve_loop::serve_entry;
 pub use serve_loop::spawn;
 
 use super::buffer::phase::PhaseBuffer;
@@ -71,12 +78,6 @@ use super::protocol::Gate;
 use super::service::Services;
 use super::tunables;
 use classifier::{BufferClass, HelperWatch};
-
-/// How long the listener keeps polling the ready stacks after it last found
-/// work before it blocks on the doorbell. Longer: lower latency for waves
-/// that call again soon, more CPU burnt after each burst (at most this much
-/// per burst). Tuned by the benchmark.
-pub const POLL_WINDOW: Duration = Duration::from_micros(tunables::POLL_WINDOW_US);
 
 /// Timeout of the blocked doorbell wait: the longest a packet whose ring was
 /// lost waits, and the idle wake-up period (idle CPU ∝ 1 / this). 50 ms cost
@@ -242,7 +243,7 @@ impl Listener {
         self.epoch == FORK_EPOCH.load(Ordering::Relaxed)
     }
 
-    pub(super) fn should_stop(&self) -> bool {
+    fn should_stop(&self) -> bool {
         // Acquire: pairs with `request_stop`'s release (nothing else rides on it).
         self.stop.load(Ordering::Acquire)
             // Relaxed: a hint; the exit hook waits for LIVE_THREADS to drop.
@@ -282,18 +283,18 @@ impl Listener {
         }
     }
 
-    pub(super) fn doorbell_load(&self) -> i64 {
+    fn doorbell_load(&self) -> i64 {
         self.doorbell.load()
     }
 
     /// Blocked wait until the doorbell differs from `observed` or `timeout`
     /// passes; returns the value the wait saw last.
-    pub(super) fn doorbell_wait_value(&self, observed: i64, timeout: Duration) -> i64 {
+    fn doorbell_wait_value(&self, observed: i64, timeout: Duration) -> i64 {
         self.doorbell.wait_while_equal(observed, timeout)
     }
 
     /// The current registry snapshot.
-    pub(super) fn snapshot(&self) -> Arc<[Arc<Entry>]> {
+    fn snapshot(&self) -> Arc<[Arc<Entry>]> {
         self.published.lock().clone()
     }
 }

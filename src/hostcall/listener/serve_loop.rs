@@ -4,12 +4,10 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
-use super::{
-    Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, POLL_WINDOW, SERVING, WAIT_TIMEOUT,
-};
+use super::poll_window::{DoorbellQuiet, PollWindow};
+use super::{Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, SERVING, WAIT_TIMEOUT};
 use crate::hostcall::buffer::DeviceBuffer;
 use crate::hostcall::phase_protocol::{serve_phases, PendingPhasePacket};
 use crate::hostcall::protocol::{drain_ready_packets, DrainStats, Gate};
@@ -20,9 +18,10 @@ use crate::log::{panic_message, Level};
 const SPIN_ROUNDS: u32 = 6;
 
 /// Starts the main listener thread of `listener`. `LIVE_THREADS` counts it until it ends.
+/// Its thread name (Linux comm, at most 15 bytes) is what the benchmark
+/// finds the listener's CPU time by.
 pub fn spawn(listener: Arc<Listener>) -> Result<std::thread::JoinHandle<()>, String> {
-    let strategy = Strategy::from_env();
-    spawn_thread(strategy.thread_name(), listener, move |listener| strategy.run(listener))
+    spawn_thread("amdgpu-hostcall", listener, |listener| run(listener, Role::Main))
         .map_err(|e| format!("cannot start the listener thread: {e}"))
 }
 
@@ -70,45 +69,6 @@ where
     result
 }
 
-/// Which loop the main listener thread runs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Strategy {
-    /// The product listener: poll after work, then block on the doorbell;
-    /// slow buffers move to a helper (`run`).
-    PollThenBlock,
-    /// The benchmark's baseline (`baseline::run`, `bench-baseline` feature).
-    #[cfg(feature = "bench-baseline")]
-    Baseline,
-}
-
-impl Strategy {
-    fn from_env() -> Strategy {
-        #[cfg(feature = "bench-baseline")]
-        if crate::hostcall::baseline::selected() {
-            return Strategy::Baseline;
-        }
-        Strategy::PollThenBlock
-    }
-
-    /// The thread name (Linux comm, at most 15 bytes); the benchmark finds
-    /// the listener's CPU time by it.
-    fn thread_name(self) -> &'static str {
-        match self {
-            Strategy::PollThenBlock => "amdgpu-hostcall",
-            #[cfg(feature = "bench-baseline")]
-            Strategy::Baseline => "amdgpu-hc-base",
-        }
-    }
-
-    fn run(self, listener: &Arc<Listener>) {
-        match self {
-            Strategy::PollThenBlock => run(listener, Role::Main),
-            #[cfg(feature = "bench-baseline")]
-            Strategy::Baseline => crate::hostcall::baseline::run(listener),
-        }
-    }
-}
-
 /// Marks this thread as inside the gate (`serving_on_this_thread`) and
 /// leaves the gate when dropped (also on unwind).
 struct Inside<'a>(&'a Gate);
@@ -131,7 +91,10 @@ impl Drop for Inside<'_> {
 /// What one scan found.
 #[derive(Default)]
 struct ScanResult {
-    worked: bool,
+    /// When (clock ns) the last visit that found work ended; None: no work.
+    worked_at: Option<u64>,
+    /// Packets served (over all buffers).
+    served: u32,
     /// The main listener just moved a buffer to the helper: the helper is needed.
     found_slow: bool,
 }
@@ -150,23 +113,12 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
         if !mine {
             continue;
         }
-        // No peek at the ready stack before entering the gate: once disable
-        // has closed the gate and seen it idle, the buffer may already be
-        // freed although this snapshot still lists it. `serve_entry` enters
-        // first; `drain_ready_packets` then peeks (relaxed) before any write.
-        let start = clock.now();
-        if role == Role::Helper {
-            listener.helper_watch.visit_begins(start);
-        }
-        let served = serve_entry(listener, entry);
-        if role == Role::Helper {
-            listener.helper_watch.visit_ends();
-        }
-        if served == 0 {
+        let Some(Visit { served, start }) = serve_entry(listener, entry, role, &clock) else {
             continue;
-        }
-        result.worked = true;
+        };
         let now = clock.now();
+        result.worked_at = Some(now);
+        result.served += served;
         let took = now.saturating_sub(start);
         match entry.class.record_visit(role, may_hand_off, served, took, now) {
             Transition::ToHelper => {
@@ -193,16 +145,41 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
     result
 }
 
-/// Serves one buffer (if its gate lets us in), in its protocol; returns the
-/// number of packets served (a dropped bad pointer counts as 1).
-pub(in crate::hostcall) fn serve_entry(listener: &Listener, entry: &Entry) -> u32 {
+/// A visit of one buffer that found work.
+struct Visit {
+    /// Packets served (a dropped bad pointer counts as 1).
+    served: u32,
+    /// When the visit began (clock ns).
+    start: u64,
+}
+
+/// Detaches and serves one buffer's ready stack (if its gate lets us in and
+/// it holds work).
+fn serve_entry(listener: &Listener, entry: &Entry, role: Role, clock: &impl Clock) -> Option<Visit> {
+    // No peek at the ready stack before entering the gate: once disable has
+    // closed the gate and seen it idle, the buffer may already be freed
+    // although this snapshot still lists it.
     if !entry.gate.enter() {
-        return 0;
+        return None;
     }
     let _inside = Inside::new(&entry.gate);
+    // Inside the gate, classic buffers: a relaxed peek (a shared read that
+    // leaves the device's cache line alone) skips the clock reads of an empty
+    // visit. A push it misses is seen by the next scan (there is one before
+    // every block). A phase-bit buffer has no one word to peek at: its scan
+    // reads the phase words, which the device writes only when it posts.
+    if let EntryBuffer::Classic(buffer) = &entry.buffer {
+        if buffer.ready_stack().load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+    }
+    let start = clock.now();
+    if role == Role::Helper {
+        listener.helper_watch.visit_begins(start);
+    }
     // Relaxed: a hint; the exit hook waits for the thread to leave.
     let keep_going = || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed);
-    match &entry.buffer {
+    let served = match &entry.buffer {
         EntryBuffer::Classic(buffer) => serve_classic(
             entry,
             buffer,
@@ -227,10 +204,15 @@ pub(in crate::hostcall) fn serve_entry(listener: &Listener, entry: &Entry) -> u3
             }
             stats.served
         }
+    };
+    if role == Role::Helper {
+        listener.helper_watch.visit_ends();
     }
+    (served > 0).then_some(Visit { served, start })
 }
 
-/// Logs what a classic visit found wrong; returns the packets it counts as served.
+/// Logs what a classic visit found wrong; returns the packets it counts as
+/// served (a dropped bad pointer or a cut cycle counts as 1: work was found).
 fn serve_classic(entry: &Entry, buffer: &DeviceBuffer, stats: DrainStats) -> u32 {
     if let Some(ptr) = stats.bad_pointer {
         crate::log!(
@@ -259,6 +241,21 @@ fn serve_classic(entry: &Entry, buffer: &DeviceBuffer, stats: DrainStats) -> u32
         stats.served.max(1)
     } else {
         0
+    }
+}
+
+/// Pause hints before the next look when the last scan found at least
+/// `GATHER_AFTER` packets: many requests are in flight, so a short pause lets
+/// the device push a few more (served with one visit) instead of each look
+/// taking the ready stack's and the packet headers' cache lines away from a
+/// device in mid-push. Measured (bench/README.md): less device time per round
+/// trip at 32 waves; with a threshold of 2 it cost listener CPU at 4 waves.
+const GATHER_SPINS: u32 = 64;
+const GATHER_AFTER: u32 = 4;
+
+fn gather() {
+    for _ in 0..GATHER_SPINS {
+        core::hint::spin_loop();
     }
 }
 
@@ -341,19 +338,27 @@ fn run_loop(
     may_hand_off: &mut bool,
     helper: &mut Option<std::thread::JoinHandle<()>>,
 ) {
+    let clock = MonotonicClock;
     let mut snapshot: Arc<[Arc<Entry>]> = Arc::from(Vec::new());
     let mut seen_generation = u64::MAX;
-    let mut poll_until: Option<Instant> = None;
+    let mut window = PollWindow::new();
+    // Phase-bit buffers enabled (in this snapshot), and how long the doorbell
+    // has been still: see `DoorbellQuiet`.
+    let mut has_phase_bit = false;
+    let mut quiet = DoorbellQuiet::new();
     let mut step = 0u32;
-    // One scan; after any work, poll again for `POLL_WINDOW` before blocking.
-    let mut serve_once = |snapshot: &[Arc<Entry>], poll_until: &mut Option<Instant>, step: &mut u32| {
+    // Just back from a blocked wait: the scan before the next block is the
+    // only one needed (an idle wake-up costs one scan, not two).
+    let mut woke = false;
+    // One scan; work found feeds the poll window. Returns the packets served
+    // (None: no work).
+    let mut serve_once = |snapshot: &[Arc<Entry>], window: &mut PollWindow, step: &mut u32, woke: bool| {
         let found = scan(listener, snapshot, role, *may_hand_off);
         ensure_helper(listener, &found, snapshot, may_hand_off, helper);
-        if found.worked {
-            *poll_until = Some(Instant::now() + POLL_WINDOW);
-            *step = 0;
-        }
-        found.worked
+        let at = found.worked_at?;
+        window.work_found(at, woke);
+        *step = 0;
+        Some(found.served)
     };
     loop {
         if listener.should_stop() {
@@ -364,34 +369,41 @@ fn run_loop(
         if generation != seen_generation {
             snapshot = listener.snapshot();
             seen_generation = generation;
+            has_phase_bit = snapshot.iter().any(|entry| matches!(entry.buffer, EntryBuffer::PhaseBit { .. }));
         }
-        if serve_once(&snapshot, &mut poll_until, &mut step) {
-            continue;
-        }
-        if let Some(until) = poll_until {
-            if Instant::now() < until {
+        if !woke {
+            if let Some(served) = serve_once(&snapshot, &mut window, &mut step, false) {
+                if window.poll_until_ns().is_some() {
+                    if served >= GATHER_AFTER {
+                        gather();
+                    }
+                    continue;
+                }
+            } else if window.should_poll(clock.now()) {
                 snooze(&mut step);
                 continue;
             }
-            poll_until = None;
         }
         // About to block: read the doorbell first, then look once more, so a
         // ring after this load makes the wait return at once and a ring before
         // it is covered by this scan.
         let observed = listener.doorbell_load();
-        if serve_once(&snapshot, &mut poll_until, &mut step) {
+        let found = serve_once(&snapshot, &mut window, &mut step, woke);
+        woke = false;
+        if found.is_some() {
             continue;
         }
         if listener.should_stop() {
             return;
         }
-        if listener.doorbell_wait_value(observed, WAIT_TIMEOUT) != observed {
-            // A ring opens the poll window even if the scan it wakes finds
-            // nothing (its packet may have been served before the ring
-            // landed): phase-bit waves ring at most once per ~10 µs per
-            // device, so requests right after a ring may come without one.
-            poll_until = Some(Instant::now() + POLL_WINDOW);
-            step = 0;
+        if has_phase_bit && !quiet.settled(observed, clock.now()) {
+            // A phase-bit wave may post without ringing shortly after another
+            // wave's ring (the device throttles its rings): keep polling until
+            // the doorbell has been still for longer than that.
+            snooze(&mut step);
+            continue;
         }
+        listener.doorbell_wait_value(observed, WAIT_TIMEOUT);
+        woke = true;
     }
 }

@@ -1,0 +1,314 @@
+//! When the listener keeps polling and when it blocks: the adaptive poll
+//! window.
+//!
+//! A blocked doorbell wait costs a wake-up: on a GPU the ring reaches a
+//! blocked listener through an interrupt, tens of microseconds later, and the
+//! wake path itself costs CPU. Polling costs CPU for as long as it lasts. So
+//! after serving work the listener polls only while the requests it has seen
+//! recently came closer together than `SPIN_WHILE_GAP_BELOW` (about two
+//! wake-ups: spinning through such a gap costs no more CPU than the wake-up
+//! it replaces costs in CPU and latency together). Then the next request
+//! probably lands inside the window (at least one wake-up's cost, at most
+//! 100 µs) and is caught at once. Requests further
+//! apart (a kernel that calls the host now and then) are waited for blocked,
+//! where spinning through every gap would burn CPU for nothing.
+//!
+//! The gap estimate is an exponentially weighted mean of the times between
+//! one piece of work found and the next (each gap capped, so that after an
+//! idle period a few close requests are enough to start polling again); a
+//! request found right after a blocked wait was seen a wake-up late, and that
+//! wake-up is taken out of its gap, so blocking does not feed itself. No
+//! setting for users: the constants follow from what a wake-up costs.
+//!
+//! Pure logic: the caller passes the times (nanoseconds on any monotonic
+//! clock), so the decisions are unit-tested with made-up clocks.
+
+/// What one blocked wait's wake-up costs, in latency and CPU together: tens
+/// of microseconds of interrupt latency on a GPU (the benchmark's software
+/// runtime models 20 µs) plus the wake path (futex, scheduler).
+pub const WAKE_COST_NS: u64 = 50_000;
+
+/// Poll after work only while the estimated gap between requests is below
+/// this (two wake-ups, see the module comment).
+pub const SPIN_WHILE_GAP_BELOW_NS: u64 = 2 * WAKE_COST_NS;
+
+/// The longest the listener polls without finding work before it blocks.
+pub const POLL_WINDOW_MAX_NS: u64 = crate::hostcall::tunables::POLL_WINDOW_US * 1_000;
+
+/// The shortest poll window (when polling at all): one wake-up's cost. Gaps
+/// jitter (a wave, or the thread playing it, loses its core for a moment);
+/// polling up to one wake-up's cost before blocking never spends more than
+/// twice what the best choice in hindsight would have (the classic
+/// spin-then-block bound).
+pub const POLL_WINDOW_MIN_NS: u64 = WAKE_COST_NS;
+
+/// Gaps longer than this count as this much: an idle period weighs as a
+/// long gap, not as forever.
+pub const GAP_CAP_NS: u64 = 3 * SPIN_WHILE_GAP_BELOW_NS;
+
+/// The adaptive poll window of one listener thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PollWindow {
+    /// When work was last found (ns), None before any.
+    last_work_ns: Option<u64>,
+    /// Weighted mean gap between two pieces of work found (ns).
+    gap_estimate_ns: u64,
+}
+
+impl Default for PollWindow {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PollWindow {
+    /// A listener that has seen no work yet: it blocks until it has.
+    pub const fn new() -> PollWindow {
+        PollWindow { last_work_ns: None, gap_estimate_ns: GAP_CAP_NS }
+    }
+
+    /// The listener found (and served) work at `now_ns`. `after_wait`: it
+    /// found it right after a blocked wait, so it saw the request a wake-up
+    /// late; that wake-up is not part of the gap between requests (counting
+    /// it would keep requests 50 µs apart looking 100 µs apart, and the
+    /// listener blocking for ever after one long gap).
+    pub fn work_found(&mut self, now_ns: u64, after_wait: bool) {
+        if let Some(last) = self.last_work_ns {
+            let mut gap = now_ns.saturating_sub(last);
+            if after_wait {
+                gap = gap.saturating_sub(WAKE_COST_NS);
+            }
+            let gap = gap.min(GAP_CAP_NS);
+            // Weight 1/4 for the newest gap: a change of pace is followed
+            // within a few requests, a single outlier moves little.
+            self.gap_estimate_ns = (3 * self.gap_estimate_ns + gap) / 4;
+        }
+        self.last_work_ns = Some(now_ns);
+    }
+
+    /// The estimated gap between requests (ns).
+    #[cfg(test)]
+    pub fn gap_estimate_ns(&self) -> u64 {
+        self.gap_estimate_ns
+    }
+
+    /// Until when (ns) to keep polling after the last work; None: block now.
+    /// The window is three estimated gaps, within
+    /// `POLL_WINDOW_MIN_NS..=POLL_WINDOW_MAX_NS`.
+    pub fn poll_until_ns(&self) -> Option<u64> {
+        let last = self.last_work_ns?;
+        if self.gap_estimate_ns >= SPIN_WHILE_GAP_BELOW_NS {
+            return None;
+        }
+        let window = (3 * self.gap_estimate_ns).clamp(POLL_WINDOW_MIN_NS, POLL_WINDOW_MAX_NS);
+        Some(last.saturating_add(window))
+    }
+
+    /// Keep polling at `now_ns`?
+    pub fn should_poll(&self, now_ns: u64) -> bool {
+        self.poll_until_ns().is_some_and(|until| now_ns < until)
+    }
+}
+
+/// How long the doorbell must stay still before a thread may block while a
+/// phase-bit buffer is enabled: twice the device's ring throttle (1000 ticks
+/// of its 100 MHz counter, 10 µs). A phase-bit wave that posts within the
+/// throttle after another wave's ring does not ring itself; any such post
+/// comes at most one throttle after a ring the thread has seen move the
+/// value, so it is found by the polling this rule keeps up.
+pub const PHASE_BIT_QUIET_NS: u64 =
+    2 * crate::hostcall::phase_layout::DOORBELL_THROTTLE_TICKS * 1_000_000_000 / DEVICE_COUNTER_HZ;
+
+/// The device's steady counter frequency the throttle is counted in.
+const DEVICE_COUNTER_HZ: u64 = 100_000_000;
+
+/// Tracks how long the doorbell value has been unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DoorbellQuiet {
+    /// The value last seen, None before the first look.
+    value: Option<i64>,
+    /// When (ns) that value was first seen.
+    since_ns: u64,
+}
+
+impl Default for DoorbellQuiet {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DoorbellQuiet {
+    pub const fn new() -> DoorbellQuiet {
+        DoorbellQuiet { value: None, since_ns: 0 }
+    }
+
+    /// Records the doorbell value seen at `now_ns`; true once it has not
+    /// moved for `PHASE_BIT_QUIET_NS` (a first look counts as a move).
+    pub fn settled(&mut self, value: i64, now_ns: u64) -> bool {
+        if self.value != Some(value) {
+            self.value = Some(value);
+            self.since_ns = now_ns;
+        }
+        now_ns.saturating_sub(self.since_ns) >= PHASE_BIT_QUIET_NS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: u64 = 1_000;
+
+    /// Feeds requests `gap` apart starting at `start`; returns the time of the last.
+    fn feed(window: &mut PollWindow, start: u64, gap: u64, count: u32) -> u64 {
+        let mut now = start;
+        for _ in 0..count {
+            window.work_found(now, false);
+            now += gap;
+        }
+        now - gap
+    }
+
+    #[test]
+    fn blocks_before_any_work() {
+        let window = PollWindow::new();
+        assert_eq!(window.poll_until_ns(), None);
+        assert!(!window.should_poll(0));
+    }
+
+    #[test]
+    fn back_to_back_requests_poll_for_the_minimum_window() {
+        let mut window = PollWindow::new();
+        let last = feed(&mut window, 1_000 * US, 3 * US, 40);
+        assert!(window.gap_estimate_ns() < 10 * US, "{}", window.gap_estimate_ns());
+        assert_eq!(window.poll_until_ns(), Some(last + POLL_WINDOW_MIN_NS));
+        assert!(window.should_poll(last + POLL_WINDOW_MIN_NS - 1));
+        assert!(!window.should_poll(last + POLL_WINDOW_MIN_NS));
+    }
+
+    #[test]
+    fn requests_every_50_us_are_polled_for() {
+        let mut window = PollWindow::new();
+        let last = feed(&mut window, 0, 53 * US, 40);
+        let until = window.poll_until_ns().expect("polls");
+        // The window covers the next request (53 µs after the last).
+        assert!(until > last + 53 * US, "window {} us", (until - last) / US);
+        assert!(until <= last + POLL_WINDOW_MAX_NS);
+    }
+
+    #[test]
+    fn requests_every_200_us_are_waited_for_blocked() {
+        let mut window = PollWindow::new();
+        feed(&mut window, 0, 220 * US, 40);
+        assert_eq!(window.poll_until_ns(), None);
+    }
+
+    #[test]
+    fn a_burst_after_idle_starts_polling_within_a_few_requests() {
+        let mut window = PollWindow::new();
+        feed(&mut window, 0, 220 * US, 10);
+        // Idle for a second, then back-to-back requests (the first few of
+        // them each woke a blocked listener: about 30 µs apart).
+        let start = 10 * 220 * US + 1_000_000 * US;
+        let mut polls_after = None;
+        for i in 0..20u32 {
+            window.work_found(start + u64::from(i) * 30 * US, true);
+            if polls_after.is_none() && window.poll_until_ns().is_some() {
+                polls_after = Some(i + 1);
+            }
+        }
+        let n = polls_after.expect("starts polling");
+        assert!(n <= 8, "polling started after {n} requests");
+    }
+
+    #[test]
+    fn one_long_gap_among_short_ones_does_not_stop_polling() {
+        let mut window = PollWindow::new();
+        let last = feed(&mut window, 0, 5 * US, 40);
+        window.work_found(last + 2_000_000 * US, true);
+        assert!(window.poll_until_ns().is_some(), "estimate {} us", window.gap_estimate_ns() / US);
+    }
+
+    #[test]
+    fn slowing_down_switches_to_blocking_and_speeding_up_back_to_polling() {
+        let mut window = PollWindow::new();
+        let mut now = feed(&mut window, 0, 5 * US, 40);
+        assert!(window.poll_until_ns().is_some());
+        for _ in 0..20 {
+            now += 300 * US;
+            window.work_found(now, true);
+        }
+        assert_eq!(window.poll_until_ns(), None);
+        for _ in 0..20 {
+            now += 5 * US;
+            window.work_found(now, false);
+        }
+        assert!(window.poll_until_ns().is_some());
+    }
+
+    #[test]
+    fn a_clock_that_goes_backwards_counts_as_no_gap() {
+        let mut window = PollWindow::new();
+        feed(&mut window, 1_000 * US, 5 * US, 40);
+        window.work_found(10 * US, false);
+        assert!(window.gap_estimate_ns() < 10 * US);
+        assert_eq!(window.poll_until_ns(), Some(10 * US + POLL_WINDOW_MIN_NS));
+    }
+
+    #[test]
+    fn one_long_gap_does_not_trap_50_us_requests_in_blocking() {
+        let mut window = PollWindow::new();
+        let mut now = feed(&mut window, 0, 53 * US, 40);
+        // The device stalls once: a long gap, and the listener blocks.
+        now += 2_000 * US;
+        window.work_found(now, true);
+        assert_eq!(window.poll_until_ns(), None);
+        // Requests 53 µs apart, each seen a wake-up (about 60 µs) late.
+        let mut polls_after = None;
+        for i in 0..10u32 {
+            now += 53 * US + 60 * US;
+            window.work_found(now, true);
+            if window.poll_until_ns().is_some() {
+                polls_after = Some(i + 1);
+                break;
+            }
+        }
+        let n = polls_after.expect("back to polling");
+        assert!(n <= 6, "polling again after {n} requests");
+    }
+
+    #[test]
+    fn requests_every_200_us_seen_after_waits_stay_blocked() {
+        let mut window = PollWindow::new();
+        let mut now = 0;
+        for _ in 0..40 {
+            now += 200 * US + 60 * US;
+            window.work_found(now, true);
+        }
+        assert_eq!(window.poll_until_ns(), None);
+    }
+
+    #[test]
+    fn window_never_exceeds_the_maximum() {
+        let mut window = PollWindow::new();
+        let last = feed(&mut window, 0, 95 * US, 60);
+        let until = window.poll_until_ns().expect("polls below two wake-ups");
+        assert_eq!(until - last, POLL_WINDOW_MAX_NS);
+    }
+
+    #[test]
+    fn doorbell_quiet_waits_for_a_still_value() {
+        assert_eq!(PHASE_BIT_QUIET_NS, 20_000);
+        let mut quiet = DoorbellQuiet::new();
+        // First look: a move.
+        assert!(!quiet.settled(5, 1_000_000));
+        assert!(!quiet.settled(5, 1_000_000 + PHASE_BIT_QUIET_NS - 1));
+        assert!(quiet.settled(5, 1_000_000 + PHASE_BIT_QUIET_NS));
+        // A ring restarts the count from when it was seen.
+        assert!(!quiet.settled(6, 2_000_000));
+        assert!(!quiet.settled(6, 2_010_000));
+        assert!(quiet.settled(6, 2_020_000));
+        // A value going back (a wrap, or a reset) is a move too.
+        assert!(!quiet.settled(5, 3_000_000));
+    }
+}
