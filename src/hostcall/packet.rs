@@ -7,11 +7,12 @@
 //! copies the active lanes back before it clears READY. Inactive lanes are
 //! zero in the copy and are never written back, so a handler cannot touch a
 //! lane the wave did not use. The built-in services (FUNCTION_CALL, PRINTF)
-//! skip the copy and go lane by lane (`Packet::serve_lanes`).
+//! skip the copy and go lane by lane (`Packet::answer_lanes`,
+//! `Packet::serve_lanes`).
 
 use core::ffi::c_void;
 
-use super::layout::{LANES, SLOT_WORDS};
+use super::layout::{ANSWER_WORDS, LANES, SLOT_WORDS};
 
 /// One packet being served: its header fields and a host copy of its payload.
 ///
@@ -72,6 +73,17 @@ pub trait Packet {
     fn buffer_key(&self) -> usize;
     /// Runs `serve(service, lane, slot)` for every active lane, in place.
     fn serve_lanes<F: FnMut(u32, u32, &mut [u64; SLOT_WORDS])>(&mut self, serve: F);
+    /// Runs `answer(lane, slot)` for every active lane: it gets the lane's 8
+    /// words and returns the lane's answer, which becomes `slot[0..2]`; the
+    /// other words stay as the device wrote them. For services that only
+    /// read the request (FUNCTION_CALL): a packet in device memory then
+    /// writes back just the answer words.
+    fn answer_lanes<F: FnMut(u32, &[u64; SLOT_WORDS]) -> [u64; ANSWER_WORDS]>(&mut self, mut answer: F) {
+        self.serve_lanes(|_, lane, slot| {
+            let words = answer(lane, slot);
+            slot[..ANSWER_WORDS].copy_from_slice(&words);
+        });
+    }
     /// Runs `serve` on a host copy of the whole packet; the active lanes'
     /// words are written back.
     fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F);

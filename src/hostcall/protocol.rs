@@ -161,6 +161,21 @@ impl Packet for PendingPacket<'_> {
         }
     }
 
+    fn answer_lanes<F: FnMut(u32, &[u64; layout::SLOT_WORDS]) -> [u64; layout::ANSWER_WORDS]>(
+        &mut self,
+        mut answer: F,
+    ) {
+        let mut mask = self.activemask;
+        while mask != 0 {
+            let lane = mask.trailing_zeros();
+            mask &= mask - 1;
+            // The request words are read once, the answer written straight
+            // back: no host copy of the slot is written back.
+            let slot = self.buffer.read_slot(self.index, lane);
+            self.buffer.write_answer(self.index, lane, &answer(lane, &slot));
+        }
+    }
+
     fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {
         let mut packet = HostPacket::new(self.buffer.base(), self.service, self.activemask);
         for lane in packet.active_lanes() {

@@ -3,16 +3,19 @@
 //! DEVMEM service in `devmem`), the SANITIZER default (`sanitizer`), and the
 //! defined answer to everything else.
 //!
-//! Dispatch per packet: FUNCTION_CALL and PRINTF lane by lane (they cannot
-//! be overridden); any other id goes to the handler registered for the
-//! packet's buffer, else to the one registered for every buffer; with none,
+//! Dispatch per packet: FUNCTION_CALL and PRINTF lane by lane in device
+//! memory behind one panic boundary per packet (they cannot be overridden);
+//! any other id goes to the handler registered for the packet's buffer,
+//! else to the one registered for every buffer; with none,
 //! SANITIZER reports are printed, DEVMEM lanes get 0 (the device heap's "no
 //! memory") and every other id is unknown.
 //!
 //! Error value: a lane whose request cannot be served (unknown service id,
 //! FUNCTION_CALL with a NULL function, a panic inside a service) gets
 //! `ERROR_VALUE` (u64::MAX, i.e. -1) in slot[0]; its other words are left as
-//! the device wrote them. READY is cleared as for any other packet, so the
+//! the device wrote them. A panic in a built-in service fails the lane it
+//! happened on and the packet's lanes not yet answered; lanes answered
+//! before keep their answers. READY is cleared as for any other packet, so the
 //! wave always continues. Upstream aborts the process instead.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::devmem::SERVICE_DEVMEM;
 use super::handlers::{self, Handler, Registration};
-use super::layout::SLOT_WORDS;
+use super::layout::{ANSWER_WORDS, SLOT_WORDS};
 use super::packet::{HostPacket, Packet};
 use super::printf::PrintfService;
 use super::sanitizer::{self, SERVICE_SANITIZER};
@@ -47,6 +50,9 @@ pub struct Services {
     /// Requests with this id panic (test builds only).
     #[cfg(any(test, feature = "test-hooks"))]
     panic_service: Option<u32>,
+    /// For a built-in `panic_service`: only this lane panics (None: every lane).
+    #[cfg(any(test, feature = "test-hooks"))]
+    panic_lane: Option<u32>,
 }
 
 impl Services {
@@ -57,38 +63,84 @@ impl Services {
             devmem_unserved_logged: AtomicBool::new(false),
             #[cfg(any(test, feature = "test-hooks"))]
             panic_service: cfg!(feature = "test-hooks").then_some(super::tunables::TEST_PANIC_SERVICE),
-        }
-    }
-
-    /// Answers one active lane of a packet. Never unwinds: a panic in a
-    /// service is caught here, logged, and answered with `ERROR_VALUE`.
-    pub fn serve_lane(&self, buffer_key: usize, service: u32, lane: u32, slot: &mut [u64; SLOT_WORDS]) {
-        let result = catch_unwind(AssertUnwindSafe(|| self.dispatch(buffer_key, service, lane, slot)));
-        if let Err(payload) = result {
-            crate::log!(
-                Level::Error,
-                "hostcall listener: service {} panicked on buffer {:#x} lane {}: {}; \
-                 the lane gets the error value and the listener keeps serving",
-                service,
-                buffer_key,
-                lane,
-                crate::log::panic_message(&*payload)
-            );
-            slot[0] = ERROR_VALUE;
+            #[cfg(any(test, feature = "test-hooks"))]
+            panic_lane: None,
         }
     }
 
     /// Answers every active lane of one packet. Never unwinds.
-    /// The built-in services go lane by lane in device memory; the others get
-    /// a host copy of the whole packet.
+    /// The service is looked at once per packet. The built-in services go
+    /// lane by lane in device memory behind one panic boundary for the
+    /// packet (`serve_builtin`); the others get a host copy of the whole
+    /// packet.
     pub fn serve_packet<P: Packet>(&self, packet: &mut P) {
-        let buffer_key = packet.buffer_key();
         match packet.service() {
-            SERVICE_FUNCTION_CALL | SERVICE_PRINTF => {
-                packet.serve_lanes(|service, lane, slot| self.serve_lane(buffer_key, service, lane, slot))
+            SERVICE_FUNCTION_CALL => self.serve_builtin(packet, |packet, unanswered| {
+                packet.answer_lanes(|lane, slot| {
+                    self.test_panic_hook(SERVICE_FUNCTION_CALL, lane);
+                    let answer = function_call(slot);
+                    *unanswered &= !(1u64 << lane);
+                    answer
+                })
+            }),
+            SERVICE_PRINTF => {
+                let buffer_key = packet.buffer_key();
+                self.serve_builtin(packet, |packet, unanswered| {
+                    packet.serve_lanes(|_, lane, slot| {
+                        self.test_panic_hook(SERVICE_PRINTF, lane);
+                        self.printf.serve_lane(buffer_key, lane, slot);
+                        *unanswered &= !(1u64 << lane);
+                    })
+                })
             }
             _ => packet.serve_whole(|copy| self.serve_extension(copy)),
         }
+    }
+
+    /// Runs `serve(packet, unanswered)` inside one panic boundary. `serve`
+    /// clears a lane's bit in `unanswered` once the lane's answer is settled
+    /// (a lane's write-back cannot panic). After a panic the lanes already
+    /// answered keep their answers and every other active lane gets
+    /// `ERROR_VALUE` in slot[0] (its other words stay as the device wrote
+    /// them); logged once per packet.
+    fn serve_builtin<P: Packet>(&self, packet: &mut P, serve: impl FnOnce(&mut P, &mut u64)) {
+        let mut unanswered = u64::MAX;
+        let result = catch_unwind(AssertUnwindSafe(|| serve(&mut *packet, &mut unanswered)));
+        let Err(payload) = result else {
+            return;
+        };
+        let (mut first_lane, mut failed) = (None, 0u32);
+        packet.serve_lanes(|_, lane, slot| {
+            if unanswered & (1u64 << lane) != 0 {
+                first_lane.get_or_insert(lane);
+                failed += 1;
+                slot[0] = ERROR_VALUE;
+            }
+        });
+        crate::log!(
+            Level::Error,
+            "hostcall listener: service {} panicked on buffer {:#x} lane {}: {}; that lane and the {} \
+             other active lanes not yet answered get the error value and the listener keeps serving",
+            packet.service(),
+            packet.buffer_key(),
+            first_lane.unwrap_or(0),
+            crate::log::panic_message(&*payload),
+            failed.saturating_sub(1)
+        );
+    }
+
+    /// Panics when the test hook asks for it (lane `lane` of service
+    /// `service`); nothing outside test builds.
+    #[inline(always)]
+    fn test_panic_hook(&self, service: u32, lane: u32) {
+        #[cfg(any(test, feature = "test-hooks"))]
+        if self.panic_service == Some(service)
+            && self.panic_lane.map_or(true, |panic_lane| panic_lane == lane)
+        {
+            panic!("amdgpu-dropin test hook: requested panic in service {service:#x} lane {lane}");
+        }
+        #[cfg(not(any(test, feature = "test-hooks")))]
+        let _ = (self, service, lane);
     }
 
     /// Drops per-buffer state (on disable): printf messages, the buffer's own
@@ -128,21 +180,6 @@ impl Services {
                 crate::log::panic_message(&*payload)
             );
             packet.for_each_active_lane(|_, _, slot| slot[0] = ERROR_VALUE);
-        }
-    }
-
-    fn dispatch(&self, buffer_key: usize, service: u32, lane: u32, slot: &mut [u64; SLOT_WORDS]) {
-        #[cfg(any(test, feature = "test-hooks"))]
-        if self.panic_service == Some(service) {
-            panic!("amdgpu-dropin test hook: requested panic in service {service:#x}");
-        }
-        match service {
-            SERVICE_FUNCTION_CALL => function_call(slot),
-            SERVICE_PRINTF => self.printf.serve_lane(buffer_key, lane, slot),
-            unknown => {
-                self.log_unknown(unknown, buffer_key);
-                slot[0] = ERROR_VALUE;
-            }
         }
     }
 
@@ -245,29 +282,27 @@ fn log_handler_failure(service: u32, buffer_key: usize, status: i32, lane: Optio
 }
 
 /// FUNCTION_CALL: slot[0] = address of a `HostFunction`, slot[1..8] its
-/// 7 inputs; its 2 outputs go to slot[0..2]. A NULL address is answered with
-/// `ERROR_VALUE` in slot[0].
-fn function_call(slot: &mut [u64; SLOT_WORDS]) {
+/// 7 inputs; returns its 2 outputs, the lane's answer. A NULL address is
+/// answered with `ERROR_VALUE` in slot[0] (slot[1] stays as it was).
+fn function_call(slot: &[u64; SLOT_WORDS]) -> [u64; ANSWER_WORDS] {
     let address = slot[0] as usize;
     if address == 0 {
         crate::log!(Level::Error, "hostcall: FUNCTION_CALL with a NULL function; lane gets -1");
-        slot[0] = ERROR_VALUE;
-        return;
+        return [ERROR_VALUE, slot[1]];
     }
-    let input: [u64; 7] = core::array::from_fn(|i| slot[i + 1]);
-    let mut out = [0u64; 2];
+    let input = &slot[1..];
+    let mut out = [0u64; ANSWER_WORDS];
     // SAFETY: the FUNCTION_CALL contract: device code places in slot[0] the
     // address of a host function of this process with the `HostFunction`
     // signature (the host application handed it to the kernel). The address
-    // cannot be verified; `out` and `input` are live arrays of 2 and 7 words.
-    // A C++ exception escaping the function terminates the process, as with
-    // any `extern "C"` callback.
+    // cannot be verified; `out` is a live array of 2 words and `input` of the
+    // 7 input words (read only by the function). A C++ exception escaping the
+    // function terminates the process, as with any `extern "C"` callback.
     unsafe {
         let function = core::mem::transmute::<usize, HostFunction>(address);
         function(out.as_mut_ptr(), input.as_ptr());
     }
-    slot[0] = out[0];
-    slot[1] = out[1];
+    out
 }
 
 #[cfg(test)]
@@ -283,20 +318,22 @@ mod tests {
         out[1] = input.iter().fold(0, |a, b| a ^ b);
     }
 
+    fn sum_and_xor_address() -> u64 {
+        sum_and_xor as unsafe extern "C" fn(*mut u64, *const u64) as usize as u64
+    }
+
+    /// One FUNCTION_CALL lane (lane 0) through `serve_packet`.
+    fn call_one(services: &Services, slot: [u64; 8]) -> [u64; 8] {
+        let mut packet = HostPacket::new(0x1000, SERVICE_FUNCTION_CALL, 1);
+        packet.slots[0] = slot;
+        services.serve_packet(&mut packet);
+        packet.slots[0]
+    }
+
     #[test]
     fn function_call_passes_seven_inputs_and_returns_two_words() {
         let services = Services::new();
-        let mut slot = [
-            sum_and_xor as unsafe extern "C" fn(*mut u64, *const u64) as usize as u64,
-            3,
-            5,
-            7,
-            11,
-            13,
-            17,
-            19,
-        ];
-        services.serve_lane(0x1000, SERVICE_FUNCTION_CALL, 0, &mut slot);
+        let slot = call_one(&services, [sum_and_xor_address(), 3, 5, 7, 11, 13, 17, 19]);
         assert_eq!(slot[0], 75, "sum of the 7 inputs");
         assert_eq!(slot[1], 5, "xor of the 7 inputs");
         assert_eq!(slot[2..], [5, 7, 11, 13, 17, 19]);
@@ -305,8 +342,7 @@ mod tests {
     #[test]
     fn null_function_and_unknown_service_answer_minus_one() {
         let services = Services::new();
-        let mut slot = [0, 9, 9, 9, 9, 9, 9, 9];
-        services.serve_lane(0x1000, SERVICE_FUNCTION_CALL, 0, &mut slot);
+        let slot = call_one(&services, [0, 9, 9, 9, 9, 9, 9, 9]);
         assert_eq!(slot, [ERROR_VALUE, 9, 9, 9, 9, 9, 9, 9]);
         for id in [0u32, 77, 0x5000_0000, u32::MAX] {
             let mut packet = HostPacket::new(0x1000, id, 1 << 3);
@@ -326,15 +362,76 @@ mod tests {
     #[test]
     fn a_panicking_service_is_answered_with_minus_one() {
         let mut services = Services::new();
-        services.panic_service = Some(9);
-        let mut slot = [5; 8];
-        services.serve_lane(0x1000, 9, 0, &mut slot);
-        assert_eq!(slot[0], ERROR_VALUE);
+        services.panic_service = Some(SERVICE_PRINTF);
+        let mut packet = HostPacket::new(0x1000, SERVICE_PRINTF, 0b1);
+        packet.slots[0] = [5; 8];
+        services.serve_packet(&mut packet);
+        assert_eq!(packet.slots[0], [ERROR_VALUE, 5, 5, 5, 5, 5, 5, 5]);
         // The service object is still usable.
-        let mut slot =
-            [sum_and_xor as unsafe extern "C" fn(*mut u64, *const u64) as usize as u64, 1, 1, 1, 1, 1, 1, 1];
-        services.serve_lane(0x1000, SERVICE_FUNCTION_CALL, 0, &mut slot);
+        let slot = call_one(&services, [sum_and_xor_address(), 1, 1, 1, 1, 1, 1, 1]);
         assert_eq!(slot[0], 7);
+    }
+
+    #[test]
+    fn a_panic_in_the_middle_of_a_packet_keeps_earlier_answers() {
+        let mut services = Services::new();
+        services.panic_service = Some(SERVICE_FUNCTION_CALL);
+        services.panic_lane = Some(5);
+        let mask = 0b1011_0110_u64 | 1 << 63;
+        let mut packet = HostPacket::new(0x1000, SERVICE_FUNCTION_CALL, mask);
+        for lane in packet.active_lanes().collect::<Vec<_>>() {
+            packet.slots[lane as usize] = [sum_and_xor_address(), u64::from(lane), 0, 0, 0, 0, 0, 40];
+        }
+        services.serve_packet(&mut packet);
+        for lane in 0..64u32 {
+            let slot = packet.slots[lane as usize];
+            match lane {
+                1 | 2 | 4 => {
+                    assert_eq!(slot[..2], [u64::from(lane) + 40, u64::from(lane) ^ 40], "lane {lane}")
+                }
+                5 | 7 | 63 => {
+                    assert_eq!(slot[0], ERROR_VALUE, "lane {lane}");
+                    assert_eq!(slot[1..], [u64::from(lane), 0, 0, 0, 0, 0, 40], "lane {lane}: request kept");
+                }
+                _ => assert_eq!(slot, [0; 8], "inactive lane {lane}"),
+            }
+        }
+    }
+
+    /// The same through device memory (the listener's drain): the answered
+    /// lanes' answers and the unanswered lanes' error value reach the
+    /// buffer, the other request words stay, READY is cleared.
+    #[test]
+    fn a_panic_in_the_middle_of_a_device_packet_answers_the_rest_and_releases_it() {
+        use crate::hostcall::buffer::DeviceBuffer;
+        use crate::hostcall::layout;
+        use crate::hostcall::protocol::{device, drain_ready_packets};
+        use core::ptr::NonNull;
+
+        let mut services = Services::new();
+        services.panic_service = Some(SERVICE_FUNCTION_CALL);
+        services.panic_lane = Some(3);
+        let mut memory = vec![0u64; layout::buffer_size(2) / 8];
+        // SAFETY: `memory` is 8-aligned, large enough and outlives the view.
+        let buffer = unsafe { DeviceBuffer::new(NonNull::new(memory.as_mut_ptr().cast()).unwrap(), 2) };
+        buffer.initialize(0);
+        let lanes: Vec<[u64; 8]> =
+            (0..64u64).map(|lane| [sum_and_xor_address(), lane, 0, 0, 0, 0, 0, 1000]).collect();
+        let ptr = device::pop_free(&buffer).unwrap();
+        device::fill(&buffer, ptr, SERVICE_FUNCTION_CALL, 0b1_1011, &lanes);
+        device::push_ready(&buffer, ptr);
+        let stats = drain_ready_packets(&buffer, |packet| services.serve_packet(packet), || true);
+        assert_eq!(stats.served, 1);
+        assert!(device::is_served(&buffer, ptr), "READY cleared after the panic");
+        for lane in [0u32, 1] {
+            let answer = device::read_answer(&buffer, ptr, lane);
+            assert_eq!(answer[..2], [u64::from(lane) + 1000, u64::from(lane) ^ 1000], "lane {lane}");
+        }
+        for lane in [3u32, 4] {
+            let answer = device::read_answer(&buffer, ptr, lane);
+            assert_eq!(answer, [ERROR_VALUE, u64::from(lane), 0, 0, 0, 0, 0, 1000], "lane {lane}");
+        }
+        assert_eq!(device::read_answer(&buffer, ptr, 2), [0; 8], "inactive lane untouched");
     }
 
     unsafe extern "C" fn lane_plus_lane(
