@@ -40,7 +40,7 @@
 //!   rescan on timeout, not the ring, guarantees progress.
 
 use super::buffer::phase::{PhaseBuffer, PhaseIndex};
-use super::layout::SLOT_WORDS;
+use super::layout::{ANSWER_WORDS, SLOT_WORDS};
 use super::packet::{HostPacket, Packet};
 use super::sync::Ordering;
 
@@ -186,7 +186,16 @@ impl Packet for PendingPhasePacket<'_> {
         for lane in self.active_lanes() {
             let mut slot = self.buffer.read_slot(self.index, lane);
             serve(self.service, lane, &mut slot);
-            self.buffer.write_slot(self.index, lane, &slot);
+            // Only the answer words go back: the wave reads nothing else.
+            self.buffer.write_answer(self.index, lane, &[slot[0], slot[1]]);
+        }
+    }
+
+    fn answer_lanes<F: FnMut(u32, &[u64; SLOT_WORDS]) -> [u64; ANSWER_WORDS]>(&mut self, mut answer: F) {
+        for lane in self.active_lanes() {
+            // The request words are read once, the answer written straight back.
+            let slot = self.buffer.read_slot(self.index, lane);
+            self.buffer.write_answer(self.index, lane, &answer(lane, &slot));
         }
     }
 
@@ -196,9 +205,11 @@ impl Packet for PendingPhasePacket<'_> {
             packet.slots[lane as usize] = self.buffer.read_slot(self.index, lane);
         }
         serve(&mut packet);
-        // Only the lanes the wave sent, whatever the service did to the copy's header.
+        // Only the lanes the wave sent, whatever the service did to the copy's
+        // header, and only their answer words: the wave reads nothing else.
         for lane in self.active_lanes() {
-            self.buffer.write_slot(self.index, lane, &packet.slots[lane as usize]);
+            let slot = &packet.slots[lane as usize];
+            self.buffer.write_answer(self.index, lane, &[slot[0], slot[1]]);
         }
     }
 }

@@ -8,7 +8,7 @@
 //! words, loom `UnsafeCell`s for headers and payload words, so an access not
 //! ordered by the phase handshake is reported as a data race).
 
-use crate::hostcall::layout::SLOT_WORDS;
+use crate::hostcall::layout::{ANSWER_WORDS, SLOT_WORDS};
 #[cfg(not(loom))]
 use crate::hostcall::phase_layout as layout;
 use crate::hostcall::sync::AtomicU32;
@@ -112,7 +112,7 @@ mod real {
         pub fn read_slot(&self, index: PhaseIndex, lane: u32) -> [u64; SLOT_WORDS] {
             let mut out = [0u64; SLOT_WORDS];
             for (word, value) in out.iter_mut().enumerate() {
-                // Relaxed: ordered by the acquire fence, as for the header.
+                // Relaxed: ordered by the acquire load of the device phase, as for the header.
                 *value = self
                     .word(layout::slot_word_at(self.packets, index.0, lane, word))
                     .load(Ordering::Relaxed);
@@ -120,10 +120,21 @@ mod real {
             out
         }
 
+        /// Writes lane `lane`'s 8 words (tests play the device with it).
+        #[cfg(test)]
         pub fn write_slot(&self, index: PhaseIndex, lane: u32, slot: &[u64; SLOT_WORDS]) {
             for (word, value) in slot.iter().enumerate() {
                 // Relaxed: published by the host-phase release store that
                 // hands the packet back (the wave's acquire load pairs with it).
+                self.word(layout::slot_word_at(self.packets, index.0, lane, word))
+                    .store(*value, Ordering::Relaxed);
+            }
+        }
+
+        /// Writes lane `lane`'s answer words (all the wave reads back).
+        pub fn write_answer(&self, index: PhaseIndex, lane: u32, answer: &[u64; ANSWER_WORDS]) {
+            for (word, value) in answer.iter().enumerate() {
+                // Relaxed: published by the host-phase release store, as in `write_slot`.
                 self.word(layout::slot_word_at(self.packets, index.0, lane, word))
                     .store(*value, Ordering::Relaxed);
             }
@@ -253,6 +264,15 @@ mod model {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * SLOT_WORDS;
             for (word, value) in slot.iter().enumerate() {
+                // SAFETY: loom checks that no other access to this cell is concurrent.
+                self.packet(index).slots[base + word].with_mut(|p| unsafe { *p = *value });
+            }
+        }
+
+        pub fn write_answer(&self, index: PhaseIndex, lane: u32, answer: &[u64; ANSWER_WORDS]) {
+            assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
+            let base = lane as usize * SLOT_WORDS;
+            for (word, value) in answer.iter().enumerate() {
                 // SAFETY: loom checks that no other access to this cell is concurrent.
                 self.packet(index).slots[base + word].with_mut(|p| unsafe { *p = *value });
             }
