@@ -203,22 +203,20 @@ mod real {
         /// Writes lane `lane`'s answer (its first `ANSWER_WORDS` words) into
         /// payload `index`.
         pub fn write_answer(&self, index: PacketIndex, lane: u32, answer: &[u64; layout::ANSWER_WORDS]) {
-            debug_assert!((lane as usize) < layout::LANES);
-            for (word, value) in answer.iter().enumerate() {
-                // Relaxed: published to the device by the release store that
-                // clears READY (protocol.rs), which the wave's acquire spin on
-                // READY pairs with.
-                self.word(layout::slot_word_offset(self.packets, index.0, lane, word))
-                    .store(*value, Ordering::Relaxed);
-            }
+            self.write_lane_words(index, lane, answer);
         }
 
         /// Writes lane `lane`'s 8 words into payload `index` (tests play the
         /// device with it).
         #[cfg(test)]
         pub fn write_slot(&self, index: PacketIndex, lane: u32, slot: &[u64; layout::SLOT_WORDS]) {
-            debug_assert!((lane as usize) < layout::LANES);
-            for (word, value) in slot.iter().enumerate() {
+            self.write_lane_words(index, lane, slot);
+        }
+
+        /// Writes the first `words.len()` words of lane `lane`'s slot.
+        fn write_lane_words(&self, index: PacketIndex, lane: u32, words: &[u64]) {
+            debug_assert!((lane as usize) < layout::LANES && words.len() <= layout::SLOT_WORDS);
+            for (word, value) in words.iter().enumerate() {
                 // Relaxed: published to the device by the release store that
                 // clears READY (protocol.rs), which the wave's acquire spin on
                 // READY pairs with.
@@ -372,18 +370,17 @@ mod model {
         }
 
         pub fn write_answer(&self, index: PacketIndex, lane: u32, answer: &[u64; layout::ANSWER_WORDS]) {
-            assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
-            let base = lane as usize * layout::SLOT_WORDS;
-            for (word, value) in answer.iter().enumerate() {
-                // SAFETY: loom checks that no other access to this cell is concurrent.
-                self.packet(index).slots[base + word].with_mut(|p| unsafe { *p = *value });
-            }
+            self.write_lane_words(index, lane, answer);
         }
 
         pub fn write_slot(&self, index: PacketIndex, lane: u32, slot: &[u64; layout::SLOT_WORDS]) {
+            self.write_lane_words(index, lane, slot);
+        }
+
+        fn write_lane_words(&self, index: PacketIndex, lane: u32, words: &[u64]) {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * layout::SLOT_WORDS;
-            for (word, value) in slot.iter().enumerate() {
+            for (word, value) in words.iter().enumerate() {
                 // SAFETY: loom checks that no other access to this cell is concurrent.
                 self.packet(index).slots[base + word].with_mut(|p| unsafe { *p = *value });
             }

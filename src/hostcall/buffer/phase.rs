@@ -123,18 +123,20 @@ mod real {
         /// Writes lane `lane`'s 8 words (tests play the device with it).
         #[cfg(test)]
         pub fn write_slot(&self, index: PhaseIndex, lane: u32, slot: &[u64; SLOT_WORDS]) {
-            for (word, value) in slot.iter().enumerate() {
-                // Relaxed: published by the host-phase release store that
-                // hands the packet back (the wave's acquire load pairs with it).
-                self.word(layout::slot_word_at(self.packets, index.0, lane, word))
-                    .store(*value, Ordering::Relaxed);
-            }
+            self.write_lane_words(index, lane, slot);
         }
 
         /// Writes lane `lane`'s answer words (all the wave reads back).
         pub fn write_answer(&self, index: PhaseIndex, lane: u32, answer: &[u64; ANSWER_WORDS]) {
-            for (word, value) in answer.iter().enumerate() {
-                // Relaxed: published by the host-phase release store, as in `write_slot`.
+            self.write_lane_words(index, lane, answer);
+        }
+
+        /// Writes the first `words.len()` words of lane `lane`'s slot.
+        fn write_lane_words(&self, index: PhaseIndex, lane: u32, words: &[u64]) {
+            debug_assert!(words.len() <= SLOT_WORDS);
+            for (word, value) in words.iter().enumerate() {
+                // Relaxed: published by the host-phase release store that
+                // hands the packet back (the wave's acquire load pairs with it).
                 self.word(layout::slot_word_at(self.packets, index.0, lane, word))
                     .store(*value, Ordering::Relaxed);
             }
@@ -261,18 +263,17 @@ mod model {
         }
 
         pub fn write_slot(&self, index: PhaseIndex, lane: u32, slot: &[u64; SLOT_WORDS]) {
-            assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
-            let base = lane as usize * SLOT_WORDS;
-            for (word, value) in slot.iter().enumerate() {
-                // SAFETY: loom checks that no other access to this cell is concurrent.
-                self.packet(index).slots[base + word].with_mut(|p| unsafe { *p = *value });
-            }
+            self.write_lane_words(index, lane, slot);
         }
 
         pub fn write_answer(&self, index: PhaseIndex, lane: u32, answer: &[u64; ANSWER_WORDS]) {
+            self.write_lane_words(index, lane, answer);
+        }
+
+        fn write_lane_words(&self, index: PhaseIndex, lane: u32, words: &[u64]) {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * SLOT_WORDS;
-            for (word, value) in answer.iter().enumerate() {
+            for (word, value) in words.iter().enumerate() {
                 // SAFETY: loom checks that no other access to this cell is concurrent.
                 self.packet(index).slots[base + word].with_mut(|p| unsafe { *p = *value });
             }
