@@ -41,7 +41,10 @@
 #include "device_sim.h"
 #include "device_sim_phase.h"
 #include "hsa_sim.h"
+#include "amdgpu_dropin_hostcall_constants.h"
 #include <dlfcn.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 /* ---- settings ------------------------------------------------------------ */
 
@@ -1020,7 +1023,42 @@ typedef struct {
   double listener_cpu_ms;
   double listener_cpu_pct;
   double process_cpu_ms;
+  /* A thread that does nothing but sleep with the product listener's idle
+   * timeouts, over the same window: what the wake-ups alone cost here. */
+  double bare_sleeper_cpu_ms;
 } idle_t;
+
+/* The control for the idle figure: a thread that waits on a futex nobody
+ * wakes, with the product listener's idle schedule (first timeout
+ * WAIT_TIMEOUT_MS, each next one IDLE_WAIT_GROWTH times longer up to
+ * IDLE_WAIT_MAX_MS), so the idle figure can be read against what a wake-up
+ * costs on this machine (on a virtual machine a wake-up after a long sleep
+ * costs far more CPU than on bare metal). */
+typedef struct {
+  _Atomic uint32_t stop; /* futex word */
+  pthread_t thread;
+} bare_sleeper_t;
+
+static void* bare_sleeper_main(void* arg) {
+  bare_sleeper_t* b = arg;
+  uint64_t timeout_ms = AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS;
+  while (atomic_load_explicit(&b->stop, memory_order_relaxed) == 0) {
+    struct timespec ts = {(time_t)(timeout_ms / 1000), (long)(timeout_ms % 1000) * 1000000L};
+    syscall(SYS_futex, &b->stop, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    timeout_ms *= AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH;
+    if (timeout_ms > AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS) {
+      timeout_ms = AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS;
+    }
+  }
+  return NULL;
+}
+
+static uint64_t pthread_cpu_ns(pthread_t thread) {
+  clockid_t clock;
+  struct timespec ts;
+  if (pthread_getcpuclockid(thread, &clock) != 0 || clock_gettime(clock, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static bool run_idle(const options_t* opt, idle_t* r) {
   r->ok = false;
@@ -1040,15 +1078,27 @@ static bool run_idle(const options_t* opt, idle_t* r) {
       return false;
     }
   }
+  /* The control starts its schedule when the listener last had work. */
+  bare_sleeper_t sleeper;
+  atomic_init(&sleeper.stop, 0);
+  bool have_sleeper = pthread_create(&sleeper.thread, NULL, bare_sleeper_main, &sleeper) == 0;
   sleep_ms(200);
   thread_set_t before, after;
   listener_threads(&before);
+  uint64_t sleeper0 = have_sleeper ? pthread_cpu_ns(sleeper.thread) : 0;
   uint64_t cpu0 = process_cpu_ns();
   uint64_t t0 = device_sim_now_ns();
   sleep_ms(opt->idle_ms);
   uint64_t t1 = device_sim_now_ns();
   uint64_t cpu1 = process_cpu_ns();
+  uint64_t sleeper1 = have_sleeper ? pthread_cpu_ns(sleeper.thread) : 0;
   listener_threads(&after);
+  if (have_sleeper) {
+    atomic_store_explicit(&sleeper.stop, 1, memory_order_relaxed);
+    syscall(SYS_futex, &sleeper.stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    pthread_join(sleeper.thread, NULL);
+  }
+  r->bare_sleeper_cpu_ms = have_sleeper ? (double)(sleeper1 - sleeper0) / 1e6 : NAN;
   disable_buffers(r->buffers);
   uint64_t lcpu = listener_cpu_delta(&before, &after);
   r->seconds = (double)(t1 - t0) / 1e9;
@@ -1246,9 +1296,11 @@ static void evaluate_targets(const options_t* opt) {
     const idle_t* idle = &g_idle[MODE_OURS];
     double per_2s = idle->listener_cpu_ms * 2.0 / idle->seconds;
     snprintf(detail, sizeof(detail),
-             "%.3f ms of listener CPU in %.2f s (%u buffers; baseline %.3f ms)",
+             "%.3f ms of listener CPU in %.2f s (%u buffers; baseline %.3f ms; a bare thread "
+             "sleeping on the same schedule %.3f ms)",
              idle->listener_cpu_ms, idle->seconds, idle->buffers,
-             g_idle[MODE_BASELINE].ok ? g_idle[MODE_BASELINE].listener_cpu_ms : NAN);
+             g_idle[MODE_BASELINE].ok ? g_idle[MODE_BASELINE].listener_cpu_ms : NAN,
+             idle->bare_sleeper_cpu_ms);
     add_target("idle: listener CPU per 2 s", per_2s, 1.0, " ms", false, detail);
   }
   if (opt->threads) {
@@ -1393,6 +1445,7 @@ static bool write_json(const options_t* opt, const char* path) {
     json_field(f, "listener_cpu_ms", idle->listener_cpu_ms);
     json_field(f, "listener_cpu_pct", idle->listener_cpu_pct);
     json_field(f, "process_cpu_ms", idle->process_cpu_ms);
+    json_field(f, "bare_sleeper_cpu_ms", idle->bare_sleeper_cpu_ms);
     fputs("}", f);
     first = false;
   }
@@ -1887,9 +1940,10 @@ int main(int argc, char** argv) {
         continue;
       }
       g_have_idle = true;
-      printf("%-8s listener CPU %.3f ms in %.2f s (%.4f%% of one core); process CPU %.3f ms\n",
+      printf("%-8s listener CPU %.3f ms in %.2f s (%.4f%% of one core); process CPU %.3f ms; "
+             "a bare thread sleeping on ours' idle schedule %.3f ms\n",
              kModeName[m], idle->listener_cpu_ms, idle->seconds, idle->listener_cpu_pct,
-             idle->process_cpu_ms);
+             idle->process_cpu_ms, idle->bare_sleeper_cpu_ms);
     }
   }
 

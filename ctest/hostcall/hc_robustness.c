@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu_dropin_hostcall_constants.h"
 #include "device_sim.h"
 #include "hc_test.h"
 #include "hsa_sim.h"
@@ -350,6 +351,47 @@ static void test_lost_doorbell(void) {
   hsa_sim_set_periodic_recheck(true, 1000);
 }
 
+/* An idle listener's blocked waits grow (WAIT_TIMEOUT_MS, then
+ * IDLE_WAIT_GROWTH times longer each, up to IDLE_WAIT_MAX_MS), so it wakes
+ * rarely; a packet whose ring was lost during that idle time is still
+ * served (at the next timeout), and a ring still wakes it at once. Counts
+ * the listener's HSA waits, not time. */
+static void test_idle_waits_grow(void) {
+  hsa_sim_set_periodic_recheck(false, 0);
+  void* buffer = hc_alloc_buffer(8);
+  HC_REQUIRE(enableHostcalls(buffer, 8, NULL), "enable");
+  HC_CHECK(call_ok(buffer, 1) == 0, "warm-up call");
+  hsa_sim_reset_call_counts();
+  /* 2.6 s of silence: with a fixed 100 ms timeout that would be about 26
+   * waits; growing (100, 400, 1000, 1000 ms) it is 4 or 5. */
+  const uint32_t idle_ms = 2600;
+  hc_sleep_ms(idle_ms);
+  uint64_t waits = hsa_sim_call_count("hsa_signal_wait_scacquire");
+  printf("  %llu blocked waits in %u ms idle\n", (unsigned long long)waits, idle_ms);
+  HC_CHECK(waits >= 2 && waits <= 8, "%llu blocked waits in %u ms of silence (want 2..8)",
+           (unsigned long long)waits, idle_ms);
+  HC_CHECK(AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS * 1000000ull < TIMEOUT_NS,
+           "the test's timeout must cover the longest idle wait");
+
+  /* A lost ring after the long silence: served at the next timeout. */
+  uint64_t lanes[64][8];
+  fill_fc(lanes, 21);
+  uint64_t ptr = post_silently(buffer, lanes);
+  HC_REQUIRE(ptr != 0, "pop");
+  finish(buffer, ptr, (const uint64_t(*)[8])lanes, "never rung after a long idle time");
+  /* A rung call after the silence is answered without waiting for a timeout:
+   * the listener makes no further timed-out wait meanwhile. */
+  hc_sleep_ms(1500);
+  hsa_sim_reset_call_counts();
+  HC_CHECK(call_ok(buffer, 2) == 0, "rung call after a long idle time");
+  HC_CHECK(hsa_sim_call_count("hsa_signal_wait_scacquire") <= 2,
+           "a rung call took %llu blocked waits",
+           (unsigned long long)hsa_sim_call_count("hsa_signal_wait_scacquire"));
+  disableHostcalls(buffer, NULL);
+  hc_free_buffer(buffer);
+  hsa_sim_set_periodic_recheck(true, 1000);
+}
+
 int main(int argc, char** argv) {
   static const hc_child_case_t cases[] = {
       {"out_of_range", child_out_of_range},
@@ -360,6 +402,7 @@ int main(int argc, char** argv) {
   hc_hsa_init();
   HC_RUN(test_activemask_zero);
   HC_RUN(test_lost_doorbell);
+  HC_RUN(test_idle_waits_grow);
   HC_RUN(test_ready_stack_cycle);
   HC_RUN(test_index_outside_buffer);
   HC_RUN(test_unknown_service);

@@ -12,13 +12,25 @@
 #define AMDGPU_DROPIN_HOSTCALL_POLL_WINDOW_US 100
 
 /*
- Timeout of the listener's blocked doorbell wait (ms): the longest a packet
- whose ring was lost waits, and the idle wake-up period.
+ Timeout of the listener's blocked doorbell wait (ms) while requests come:
+ the longest a packet whose ring was lost waits then.
  */
 #define AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS 100
 
 /*
- Longest process exit waits for listener threads (ms).
+ Idle, each blocked wait that times out with nothing rung and nothing found
+ makes the next one `IDLE_WAIT_GROWTH` times longer, up to this (ms): the
+ idle wake-up period, and the longest a lost ring waits after a second of
+ silence.
+ */
+#define AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS 1000
+
+#define AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH 4
+
+/*
+ Longest process exit waits for listener threads to leave their loop (ms);
+ a thread still inside the HSA doorbell wait then (no ring could reach it)
+ is waited for up to `IDLE_WAIT_MAX_MS` more.
  */
 #define AMDGPU_DROPIN_HOSTCALL_EXIT_TIMEOUT_MS 250
 

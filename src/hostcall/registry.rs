@@ -69,9 +69,14 @@ use crate::log::Level;
 /// before leaving it to finish on its own (it holds its own references).
 pub const STOP_TIMEOUT: Duration = Duration::from_millis(super::tunables::STOP_TIMEOUT_MS);
 
-/// Longest process exit (or library unload) waits for listeners: one full
-/// doorbell wait plus margin, since no HSA call may wake them then.
+/// Longest process exit (or library unload) waits for listeners to leave
+/// their loop (a listener stuck in a service is left behind after it).
 pub const EXIT_TIMEOUT: Duration = Duration::from_millis(super::tunables::EXIT_TIMEOUT_MS);
+
+/// Longest exit waits, after `EXIT_TIMEOUT`, for a listener still inside the
+/// HSA doorbell wait (no ring could reach it): its longest wait plus margin.
+const EXIT_WAIT_FOR_HSA_WAIT: Duration =
+    Duration::from_millis(super::tunables::IDLE_WAIT_MAX_MS + super::tunables::EXIT_TIMEOUT_MS);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnableError {
@@ -477,7 +482,7 @@ static EXIT_HANDLER_RAN: AtomicBool = AtomicBool::new(false);
 /// exit-time teardown (destructors registered earlier, `.fini_array` hooks).
 /// Stops the listeners and, while HSA still answers, rings the doorbell so an
 /// idle listener leaves its blocked wait at once: exit then costs
-/// microseconds instead of up to one `WAIT_TIMEOUT`.
+/// microseconds instead of up to one wait timeout (1 s when idle).
 extern "C" fn at_exit() {
     // SeqCst: enable re-checks EXITING under the lock with SeqCst.
     listener::EXITING.store(true, Ordering::SeqCst);
@@ -512,13 +517,24 @@ fn listener_for_exit() -> Option<Arc<Listener>> {
     control.listener.as_ref().map(|active| Arc::clone(&active.listener))
 }
 
-/// Waits (bounded) until no listener thread other than this one runs.
+/// Waits (bounded by `timeout`) until no listener thread other than this one
+/// runs; then, if one is still inside the HSA doorbell wait (the exit could
+/// not ring: HSA no longer answered, or the registration lock was held), up
+/// to `EXIT_WAIT_FOR_HSA_WAIT` more until it has left the wait: its timeout
+/// ends it, and it makes no HSA call after that (`EXITING` is set).
 fn wait_for_listeners(timeout: Duration) {
     let own = usize::from(listener::on_any_listener_thread());
+    // Acquire: pairs with the listener's release decrement.
+    wait_bounded(timeout, || listener::LIVE_THREADS.load(Ordering::Acquire) <= own);
+    // SeqCst: see `Listener::doorbell_wait_value` (EXITING was stored SeqCst before).
+    wait_bounded(EXIT_WAIT_FOR_HSA_WAIT, || listener::IN_DOORBELL_WAIT.load(Ordering::SeqCst) == 0);
+}
+
+/// Yields, then sleeps in 200 µs steps, until `done` or `timeout`.
+fn wait_bounded(timeout: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     let mut step = 0u32;
-    // Acquire: pairs with the listener's release decrement.
-    while listener::LIVE_THREADS.load(Ordering::Acquire) > own && Instant::now() < deadline {
+    while !done() && Instant::now() < deadline {
         if step < 64 {
             std::thread::yield_now();
             step += 1;

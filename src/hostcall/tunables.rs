@@ -10,11 +10,20 @@
 /// the adaptive window (listener/poll_window.rs) polls only while requests come often.
 pub const POLL_WINDOW_US: u64 = 100;
 
-/// Timeout of the listener's blocked doorbell wait (ms): the longest a packet
-/// whose ring was lost waits, and the idle wake-up period.
+/// Timeout of the listener's blocked doorbell wait (ms) while requests come:
+/// the longest a packet whose ring was lost waits then.
 pub const WAIT_TIMEOUT_MS: u64 = 100;
 
-/// Longest process exit waits for listener threads (ms).
+/// Idle, each blocked wait that times out with nothing rung and nothing found
+/// makes the next one `IDLE_WAIT_GROWTH` times longer, up to this (ms): the
+/// idle wake-up period, and the longest a lost ring waits after a second of
+/// silence.
+pub const IDLE_WAIT_MAX_MS: u64 = 1000;
+pub const IDLE_WAIT_GROWTH: u64 = 4;
+
+/// Longest process exit waits for listener threads to leave their loop (ms);
+/// a thread still inside the HSA doorbell wait then (no ring could reach it)
+/// is waited for up to `IDLE_WAIT_MAX_MS` more.
 pub const EXIT_TIMEOUT_MS: u64 = 250;
 
 /// Longest the last `disableHostcalls` waits for the listener to end (ms).

@@ -18,10 +18,13 @@
 //! `Backoff::snooze`) for as long as `poll_window::PollWindow` says: only while
 //! recent requests came closer together than about two wake-ups, for at most
 //! 100 µs. Then it blocks on the doorbell (`wait != last value`,
-//! `WAIT_TIMEOUT`). Idle, the listener sits in
-//! that blocked wait and wakes once per `WAIT_TIMEOUT` to rescan: an idle
-//! cost of one wake-up and one look per buffer every 100 ms (measured by the
-//! benchmark: about 1 ms of CPU per 2 s with 8 buffers, 0.05 % of a core).
+//! `tunables::WAIT_TIMEOUT_MS`, 100 ms). Idle, the listener sits in
+//! that blocked wait and wakes at its timeout to rescan; each timeout with
+//! nothing found makes the next wait 4 times longer, up to 1 s
+//! (`poll_window::IdleTimeout`): a wake-up costs 100–400 µs of CPU on the
+//! benchmark's virtual machine, so an idle listener costs one wake-up and one
+//! look per buffer per second (measured by the benchmark: under 1 ms of CPU
+//! per 2 s with 8 buffers).
 //!
 //! Phase-bit buffers add one rule: their waves ring at most once per ~10 µs
 //! per device, so a request may come without a ring shortly after another
@@ -30,7 +33,8 @@
 //!
 //! The rescan on timeout (and the scan just before blocking) means the
 //! doorbell is only a hint: a lost or coalesced ring delays a packet by at
-//! most `WAIT_TIMEOUT`, it never strands it. The value compared against is
+//! most 100 ms while requests come, at most 1 s after a
+//! second of silence; it never strands it. The value compared against is
 //! read (acquire) *before* the last scan, so a ring that lands between that
 //! scan and the wait changes the value and the wait returns at once.
 //!
@@ -76,14 +80,12 @@ use super::buffer::DeviceBuffer;
 use super::phase_protocol::ScanLimit;
 use super::protocol::Gate;
 use super::service::Services;
-use super::tunables;
 use classifier::{BufferClass, HelperWatch};
 
-/// Timeout of the blocked doorbell wait: the longest a packet whose ring was
-/// lost waits, and the idle wake-up period (idle CPU ∝ 1 / this). 50 ms cost
-/// 0.09–0.10 % of a core idle on the benchmark machine (the limit is 0.1 %);
-/// 100 ms halves that. Must stay well below `EXIT_TIMEOUT`.
-pub const WAIT_TIMEOUT: Duration = Duration::from_millis(tunables::WAIT_TIMEOUT_MS);
+/// Listener threads inside the HSA doorbell wait right now. Process exit
+/// waits for it to drop to 0 (bounded by `tunables::IDLE_WAIT_MAX_MS`) when no ring could
+/// reach them, so no listener is inside the HSA runtime during its teardown.
+pub static IN_DOORBELL_WAIT: AtomicUsize = AtomicUsize::new(0);
 
 /// Set by the `.fini_array` hook: the process is exiting (or the library is
 /// being unloaded). Listeners stop; no HSA call is made any more (the HSA
@@ -290,7 +292,19 @@ impl Listener {
     /// Blocked wait until the doorbell differs from `observed` or `timeout`
     /// passes; returns the value the wait saw last.
     fn doorbell_wait_value(&self, observed: i64, timeout: Duration) -> i64 {
-        self.doorbell.wait_while_equal(observed, timeout)
+        // SeqCst, with the SeqCst load of EXITING below and the exit hook's
+        // SeqCst store of EXITING and load of this counter: either this
+        // thread sees EXITING and does not wait, or the hook sees it counted.
+        IN_DOORBELL_WAIT.fetch_add(1, Ordering::SeqCst);
+        let value = if EXITING.load(Ordering::SeqCst) {
+            observed
+        } else {
+            self.doorbell.wait_while_equal(observed, timeout)
+        };
+        // Release: pairs with the exit hook's acquire load; the wait's HSA
+        // calls are over before the count drops.
+        IN_DOORBELL_WAIT.fetch_sub(1, Ordering::Release);
+        value
     }
 
     /// The current registry snapshot.

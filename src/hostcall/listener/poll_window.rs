@@ -20,8 +20,15 @@
 //! wake-up is taken out of its gap, so blocking does not feed itself. No
 //! setting for users: the constants follow from what a wake-up costs.
 //!
+//! How long a blocked wait may last before the thread rescans (`IdleTimeout`)
+//! grows while nothing happens, so an idle listener wakes rarely.
+//!
 //! Pure logic: the caller passes the times (nanoseconds on any monotonic
 //! clock), so the decisions are unit-tested with made-up clocks.
+
+use std::time::Duration;
+
+use crate::hostcall::tunables;
 
 /// What one blocked wait's wake-up costs, in latency and CPU together: tens
 /// of microseconds of interrupt latency on a GPU (the benchmark's software
@@ -150,6 +157,51 @@ impl DoorbellQuiet {
             self.since_ns = now_ns;
         }
         now_ns.saturating_sub(self.since_ns) >= PHASE_BIT_QUIET_NS
+    }
+}
+
+/// The blocked doorbell wait's timeout. While requests come it is
+/// `WAIT_TIMEOUT` (100 ms): a packet whose ring was lost waits at most that.
+/// Each wait that times out with the doorbell unmoved and nothing found makes
+/// the next one `IDLE_WAIT_GROWTH` times longer, up to `IDLE_WAIT_MAX` (1 s):
+/// a wake-up costs a blocked thread 100–400 µs of CPU on a virtual machine
+/// (cold caches and the wake path; measured in bench/README.md), so an idle
+/// listener that woke every 100 ms would cost 2–8 ms of CPU per 2 s. A ring,
+/// or work found, brings it back to `WAIT_TIMEOUT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdleTimeout {
+    current_ms: u64,
+}
+
+impl Default for IdleTimeout {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl IdleTimeout {
+    pub const fn new() -> IdleTimeout {
+        IdleTimeout { current_ms: tunables::WAIT_TIMEOUT_MS }
+    }
+
+    /// The timeout for the next blocked wait.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.current_ms)
+    }
+
+    /// After a blocked wait and the scan that followed it. `quiet`: the wait
+    /// timed out (the doorbell did not move) and the scan found no work.
+    pub fn after_wait(&mut self, quiet: bool) {
+        if quiet {
+            self.current_ms = (self.current_ms * tunables::IDLE_WAIT_GROWTH).min(tunables::IDLE_WAIT_MAX_MS);
+        } else {
+            self.reset();
+        }
+    }
+
+    /// Work was found: requests are coming.
+    pub fn reset(&mut self) {
+        self.current_ms = tunables::WAIT_TIMEOUT_MS;
     }
 }
 
@@ -294,6 +346,40 @@ mod tests {
         let last = feed(&mut window, 0, 95 * US, 60);
         let until = window.poll_until_ns().expect("polls below two wake-ups");
         assert_eq!(until - last, POLL_WINDOW_MAX_NS);
+    }
+
+    #[test]
+    fn idle_waits_grow_to_the_maximum_and_a_ring_or_work_resets_them() {
+        let mut idle = IdleTimeout::new();
+        assert_eq!(idle.timeout(), Duration::from_millis(tunables::WAIT_TIMEOUT_MS));
+        let mut seen = vec![idle.timeout().as_millis()];
+        for _ in 0..5 {
+            idle.after_wait(true);
+            seen.push(idle.timeout().as_millis());
+        }
+        assert_eq!(seen, [100, 400, 1000, 1000, 1000, 1000]);
+        // A wait ended by a ring (or followed by work) brings it back.
+        idle.after_wait(false);
+        assert_eq!(idle.timeout(), Duration::from_millis(100));
+        idle.after_wait(true);
+        idle.reset();
+        assert_eq!(idle.timeout(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn an_idle_listener_wakes_at_most_three_times_in_two_seconds_of_silence() {
+        // Wake-ups in the two seconds that start 200 ms after the last work
+        // (what the benchmark's idle figure measures).
+        let mut idle = IdleTimeout::new();
+        let (mut now_ms, mut wakes) = (0u128, 0);
+        while now_ms < 2_200 {
+            now_ms += idle.timeout().as_millis();
+            if (200..2_200).contains(&now_ms) {
+                wakes += 1;
+            }
+            idle.after_wait(true);
+        }
+        assert!(wakes <= 3, "{wakes} wake-ups");
     }
 
     #[test]

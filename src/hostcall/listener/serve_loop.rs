@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
-use super::poll_window::{DoorbellQuiet, PollWindow};
-use super::{Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, SERVING, WAIT_TIMEOUT};
+use super::poll_window::{DoorbellQuiet, IdleTimeout, PollWindow};
+use super::{Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, SERVING};
 use crate::hostcall::buffer::DeviceBuffer;
 use crate::hostcall::phase_protocol::{serve_phases, PendingPhasePacket};
 use crate::hostcall::protocol::{drain_ready_packets, DrainStats, Gate};
@@ -350,6 +350,10 @@ fn run_loop(
     // Just back from a blocked wait: the scan before the next block is the
     // only one needed (an idle wake-up costs one scan, not two).
     let mut woke = false;
+    // The blocked wait's timeout, longer while nothing happens; and whether
+    // the last wait ended because the doorbell moved.
+    let mut idle = IdleTimeout::new();
+    let mut rang = false;
     // One scan; work found feeds the poll window. Returns the packets served
     // (None: no work).
     let mut serve_once = |snapshot: &[Arc<Entry>], window: &mut PollWindow, step: &mut u32, woke: bool| {
@@ -373,6 +377,7 @@ fn run_loop(
         }
         if !woke {
             if let Some(served) = serve_once(&snapshot, &mut window, &mut step, false) {
+                idle.reset();
                 if window.poll_until_ns().is_some() {
                     if served >= GATHER_AFTER {
                         gather();
@@ -389,6 +394,11 @@ fn run_loop(
         // it is covered by this scan.
         let observed = listener.doorbell_load();
         let found = serve_once(&snapshot, &mut window, &mut step, woke);
+        if woke {
+            idle.after_wait(!rang && found.is_none());
+        } else if found.is_some() {
+            idle.reset();
+        }
         woke = false;
         if found.is_some() {
             continue;
@@ -403,7 +413,7 @@ fn run_loop(
             snooze(&mut step);
             continue;
         }
-        listener.doorbell_wait_value(observed, WAIT_TIMEOUT);
+        rang = listener.doorbell_wait_value(observed, idle.timeout()) != observed;
         woke = true;
     }
 }
