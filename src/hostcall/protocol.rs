@@ -10,7 +10,8 @@
 //! slot[0..1] → push the packet back on `free_stack` with its tag bumped.
 //!
 //! Host (`drain_ready`): detach the whole ready stack (swap with 0, acquire) →
-//! for each packet of the detached chain: read its `next` *first*, copy each
+//! for each packet of the detached chain (oldest first when the chain is
+//! short, `drain_ready_packets`): read its `next` *first*, copy each
 //! active lane's words out, run the service, write the answer words
 //! (slot[0..1]) back, clear READY (release). Once READY is clear the wave owns the packet again and may
 //! recycle it at once, which is why `next` must have been read before.
@@ -84,6 +85,14 @@ where
 /// As `drain_ready`, a packet at a time: `serve` gets the packet (its header,
 /// and its lanes one by one or as a whole-packet host copy, `Packet`); READY
 /// is cleared after it returns.
+///
+/// Order: the ready stack is last in, first out, so its chain lists the
+/// newest packet first. A chain of at most `FIFO_UP_TO` packets (the usual
+/// case) is served oldest first, so the wave that has waited longest is
+/// answered first; measured (bench/README.md): p99 at 16 waves 41 → 27 µs at
+/// the same throughput. A longer chain is served in chain order: looking
+/// ahead through all of it first cost 15 % more listener CPU per packet at 64
+/// waves (each `next` is a cache miss the device wrote, chased serially).
 pub fn drain_ready_packets<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
 where
     S: FnMut(&mut PendingPacket<'_>),
@@ -99,37 +108,104 @@ where
     }
     // Acquire: pairs with the device's release CAS that pushed onto ready_stack
     // (see "Memory ordering" above).
-    let mut ptr = ready.swap(0, Ordering::Acquire);
-    let mut walked: u64 = 0;
-    while ptr != 0 {
-        let Some(index) = buffer.packet_index(ptr) else {
-            stats.bad_pointer = Some(ptr);
-            break;
-        };
-        walked += 1;
-        // A packet on the ready stack always has READY set (the wave sets it
-        // before the push). Without it the chain is corrupt: most likely a
-        // cycle back to a packet this walk already released. Its `next` may
-        // be stale, so stop here. The step bound is a second guard.
-        // Relaxed: as for `next` below (and our own clears are program-ordered).
-        let control = buffer.control(index).load(Ordering::Relaxed);
-        if control & CONTROL_READY == 0 || walked > u64::from(buffer.packets()) {
-            stats.cycle = true;
-            break;
+    let mut chain = ChainWalk { ptr: ready.swap(0, Ordering::Acquire), walked: 0 };
+    // Look ahead up to FIFO_UP_TO packets (their `next` read, nothing served).
+    let mut ahead = [(PacketIndex::FIRST, 0u32); FIFO_UP_TO];
+    let mut count = 0;
+    while count < FIFO_UP_TO {
+        let Some(packet) = chain.next(buffer, &ahead[..count], &mut stats) else { break };
+        ahead[count] = packet;
+        count += 1;
+    }
+    let ahead = &ahead[..count];
+    if chain.finished() {
+        // The whole chain: oldest first.
+        for (served, &(index, control)) in ahead.iter().rev().enumerate() {
+            serve_packet(buffer, index, control, &mut serve);
+            stats.served += 1;
+            if served + 1 < count && !keep_going() {
+                stats.stopped = true;
+                break;
+            }
         }
-        // Relaxed: made visible by the acquire swap above. Read before the
-        // packet is released: afterwards the wave may push it on the free
-        // stack and overwrite `next`.
-        let next = buffer.next(index).load(Ordering::Relaxed);
+        return stats;
+    }
+    // A long chain: in chain order, the looked-ahead packets first.
+    for &(index, control) in ahead {
         serve_packet(buffer, index, control, &mut serve);
         stats.served += 1;
-        ptr = next;
-        if ptr != 0 && !keep_going() {
+        if !keep_going() {
+            stats.stopped = true;
+            return stats;
+        }
+    }
+    while let Some((index, control)) = chain.next(buffer, &[], &mut stats) {
+        serve_packet(buffer, index, control, &mut serve);
+        stats.served += 1;
+        if !chain.finished() && !keep_going() {
             stats.stopped = true;
             break;
         }
     }
     stats
+}
+
+/// Chains up to this long are served oldest first (see `drain_ready_packets`).
+const FIFO_UP_TO: usize = 16;
+
+/// A walk along a detached ready-stack chain.
+struct ChainWalk {
+    /// The next tagged pointer; 0 when the chain has ended or was cut.
+    ptr: u64,
+    /// Packets taken so far (bounded by the packet count).
+    walked: u64,
+}
+
+impl ChainWalk {
+    fn finished(&self) -> bool {
+        self.ptr == 0
+    }
+
+    /// The next packet (index, control) of the chain, its `next` already
+    /// read; None at the end of the chain, or when the chain is cut (recorded
+    /// in `stats`). `unserved`: packets taken but not yet served (READY
+    /// still set), so a chain leading back to one of them is a cycle too.
+    fn next(
+        &mut self,
+        buffer: &DeviceBuffer,
+        unserved: &[(PacketIndex, u32)],
+        stats: &mut DrainStats,
+    ) -> Option<(PacketIndex, u32)> {
+        if self.ptr == 0 {
+            return None;
+        }
+        let Some(index) = buffer.packet_index(self.ptr) else {
+            stats.bad_pointer = Some(self.ptr);
+            self.ptr = 0;
+            return None;
+        };
+        self.walked += 1;
+        // A packet on the ready stack always has READY set (the wave sets it
+        // before the push). Without it the chain is corrupt: most likely a
+        // cycle back to a packet this walk already released. Its `next` may
+        // be stale, so stop here. Back to a packet taken but not yet served is
+        // a cycle as well. The step bound is a last guard.
+        // Relaxed: as for `next` below (and our own clears are program-ordered).
+        let control = buffer.control(index).load(Ordering::Relaxed);
+        if control & CONTROL_READY == 0
+            || unserved.iter().any(|&(taken, _)| taken == index)
+            || self.walked > u64::from(buffer.packets())
+        {
+            stats.cycle = true;
+            self.ptr = 0;
+            return None;
+        }
+        // Relaxed: made visible by the acquire swap. Read before the packet
+        // is released: afterwards the wave may push it on the free stack and
+        // overwrite `next`.
+        self.ptr = buffer.next(index).load(Ordering::Relaxed);
+        Some((index, control))
+    }
 }
 
 /// A packet detached from the ready stack and not yet handed back.
@@ -546,6 +622,83 @@ mod tests {
         }
         let stats = drain_ready(b, |_, _, _| {}, || false);
         assert_eq!(stats.served, 1);
+        assert!(stats.stopped);
+    }
+
+    /// Pushes `count` one-lane packets, lane 0's first word = push order;
+    /// returns the order in which `drain_ready` served them.
+    fn served_order(packets: u32, count: u64) -> Vec<u64> {
+        let t = make(packets);
+        let b = &t.buf;
+        for k in 0..count {
+            let p = pop_free(b).unwrap();
+            fill(b, p, 1, 1, &lanes_with(k));
+            push_ready(b, p);
+        }
+        let mut order = Vec::new();
+        let stats = drain_ready(b, |_, _, slot| order.push(slot[0] / 1000), || true);
+        assert_eq!(stats.served as u64, count);
+        assert!(!stats.cycle && stats.bad_pointer.is_none());
+        order
+    }
+
+    #[test]
+    fn a_short_chain_is_served_oldest_first() {
+        for count in [1u64, 2, 5, FIFO_UP_TO as u64] {
+            assert_eq!(served_order(64, count), (0..count).collect::<Vec<_>>(), "{count} packets");
+        }
+    }
+
+    #[test]
+    fn a_long_chain_is_served_in_chain_order() {
+        let count = FIFO_UP_TO as u64 + 5;
+        assert_eq!(served_order(64, count), (0..count).rev().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_cycle_back_to_a_packet_not_yet_served_serves_each_once() {
+        for chain_len in [2u64, FIFO_UP_TO as u64 + 3] {
+            let t = make(64);
+            let b = &t.buf;
+            let mut first = 0;
+            for k in 0..chain_len {
+                let p = pop_free(b).unwrap();
+                fill(b, p, 1, 1, &lanes_with(k));
+                push_ready(b, p);
+                if k == 0 {
+                    first = p;
+                }
+            }
+            // The oldest packet (end of the chain) points back at the newest.
+            let top = b.ready_stack().load(Ordering::Relaxed);
+            b.next(b.packet_index(first).unwrap()).store(top, Ordering::Relaxed);
+            let mut seen = Vec::new();
+            let stats = drain_ready(b, |_, _, slot| seen.push(slot[0] / 1000), || true);
+            assert!(stats.cycle, "chain of {chain_len}");
+            seen.sort_unstable();
+            assert_eq!(seen, (0..chain_len).collect::<Vec<_>>(), "each packet once");
+        }
+    }
+
+    #[test]
+    fn keep_going_false_stops_a_long_chain_between_packets() {
+        let t = make(64);
+        let b = &t.buf;
+        for _ in 0..FIFO_UP_TO + 4 {
+            let p = pop_free(b).unwrap();
+            fill(b, p, 1, 1, &lanes_with(1));
+            push_ready(b, p);
+        }
+        let mut asked = 0;
+        let stats = drain_ready(
+            b,
+            |_, _, _| {},
+            || {
+                asked += 1;
+                asked < FIFO_UP_TO + 2
+            },
+        );
+        assert_eq!(stats.served as usize, FIFO_UP_TO + 2);
         assert!(stats.stopped);
     }
 
