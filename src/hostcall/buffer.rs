@@ -94,6 +94,24 @@ impl DeviceWords {
         unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast()) }
     }
 
+    /// Asks the CPU to bring the cache line at `offset` in for writing (one
+    /// request for ownership instead of a read and then an upgrade when the
+    /// line is written after being read). Only a hint: no memory access.
+    pub(super) fn prefetch_for_write(&self, offset: usize) {
+        debug_assert!(offset < self.size);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: PREFETCHW is a hint, not an access: it cannot fault and
+        // changes no memory, register or flag; on processors without it, it
+        // executes as a no-op.
+        unsafe {
+            core::arch::asm!(
+                "prefetchw [{}]",
+                in(reg) self.base.as_ptr().wrapping_add(offset),
+                options(nostack, preserves_flags, readonly)
+            );
+        }
+    }
+
     /// The 32-bit word at `offset` (in bounds, 4-aligned).
     pub(super) fn word32(&self, offset: usize) -> &AtomicU32 {
         debug_assert!(offset % 4 == 0 && offset + 4 <= self.size);
@@ -199,6 +217,12 @@ mod real {
                     .load(Ordering::Relaxed);
             }
             out
+        }
+
+        /// Hints that lane `lane`'s slot of payload `index` is about to be
+        /// read and its answer written.
+        pub fn prefetch_slot(&self, index: PacketIndex, lane: u32) {
+            self.words.prefetch_for_write(layout::slot_word_offset(self.packets, index.0, lane, 0));
         }
 
         /// Writes lane `lane`'s answer (its first `ANSWER_WORDS` words) into
@@ -358,6 +382,9 @@ mod model {
         pub fn control(&self, index: PacketIndex) -> &AtomicU32 {
             &self.packet(index).control
         }
+
+        /// A cache hint in the real buffer; nothing to model.
+        pub fn prefetch_slot(&self, _index: PacketIndex, _lane: u32) {}
 
         pub fn read_slot(&self, index: PacketIndex, lane: u32) -> [u64; layout::SLOT_WORDS] {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);

@@ -225,3 +225,57 @@ mod tests {
         );
     }
 }
+
+/// How many active lanes ahead `for_each_lane` hints the next lines.
+const PREFETCH_LANES_AHEAD: u32 = 2;
+
+/// Calls `visit` for each lane of `activemask` in lane order, after calling
+/// `prefetch` for the lane `PREFETCH_LANES_AHEAD` active lanes further on:
+/// each lane's line is read and then written (the answer), so asking for it
+/// for writing early overlaps its transfer with the lanes before it and
+/// saves the upgrade after the read. Measured in bench/README.md.
+pub(crate) fn for_each_lane(activemask: u64, mut prefetch: impl FnMut(u32), mut visit: impl FnMut(u32)) {
+    let mut ahead = activemask;
+    let mut next_ahead = |ahead: &mut u64| {
+        if *ahead != 0 {
+            prefetch(ahead.trailing_zeros());
+            *ahead &= *ahead - 1;
+        }
+    };
+    for _ in 0..PREFETCH_LANES_AHEAD {
+        next_ahead(&mut ahead);
+    }
+    let mut mask = activemask;
+    while mask != 0 {
+        let lane = mask.trailing_zeros();
+        mask &= mask - 1;
+        next_ahead(&mut ahead);
+        visit(lane);
+    }
+}
+
+#[cfg(test)]
+mod lane_order_tests {
+    use super::for_each_lane;
+
+    #[test]
+    fn every_lane_is_visited_once_in_order_and_hinted_before() {
+        for mask in [0u64, 1, 0b1011, 1 << 63, u64::MAX, 0x8000_0000_0000_0001] {
+            let events = std::cell::RefCell::new(Vec::new());
+            for_each_lane(
+                mask,
+                |lane| events.borrow_mut().push(('p', lane)),
+                |lane| events.borrow_mut().push(('v', lane)),
+            );
+            let events = events.into_inner();
+            let visited: Vec<u32> = events.iter().filter(|e| e.0 == 'v').map(|e| e.1).collect();
+            let lanes: Vec<u32> = (0..64).filter(|l| mask & (1u64 << l) != 0).collect();
+            assert_eq!(visited, lanes, "mask {mask:#x}");
+            for lane in lanes {
+                let hinted = events.iter().position(|&e| e == ('p', lane)).expect("hinted");
+                let seen = events.iter().position(|&e| e == ('v', lane)).unwrap();
+                assert!(hinted < seen, "lane {lane} hinted before it is visited");
+            }
+        }
+    }
+}

@@ -41,7 +41,7 @@
 
 use super::buffer::phase::{PhaseBuffer, PhaseIndex};
 use super::layout::{ANSWER_WORDS, SLOT_WORDS};
-use super::packet::{HostPacket, Packet};
+use super::packet::{for_each_lane, HostPacket, Packet};
 use super::sync::Ordering;
 
 /// A narrowed scan is widened to the whole buffer at least this often, so a
@@ -192,11 +192,16 @@ impl Packet for PendingPhasePacket<'_> {
     }
 
     fn answer_lanes<F: FnMut(u32, &[u64; SLOT_WORDS]) -> [u64; ANSWER_WORDS]>(&mut self, mut answer: F) {
-        for lane in self.active_lanes() {
-            // The request words are read once, the answer written straight back.
-            let slot = self.buffer.read_slot(self.index, lane);
-            self.buffer.write_answer(self.index, lane, &answer(lane, &slot));
-        }
+        let (buffer, index) = (self.buffer, self.index);
+        for_each_lane(
+            self.activemask,
+            |lane| buffer.prefetch_slot(index, lane),
+            |lane| {
+                // The request words are read once, the answer written straight back.
+                let slot = buffer.read_slot(index, lane);
+                buffer.write_answer(index, lane, &answer(lane, &slot));
+            },
+        );
     }
 
     fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {

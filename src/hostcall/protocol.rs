@@ -42,7 +42,7 @@
 
 use super::buffer::{DeviceBuffer, PacketIndex};
 use super::layout::{self, CONTROL_READY};
-use super::packet::{HostPacket, Packet};
+use super::packet::{for_each_lane, HostPacket, Packet};
 use super::sync::{fence, AtomicBool, Ordering};
 
 /// What one `drain_ready` call did.
@@ -241,15 +241,17 @@ impl Packet for PendingPacket<'_> {
         &mut self,
         mut answer: F,
     ) {
-        let mut mask = self.activemask;
-        while mask != 0 {
-            let lane = mask.trailing_zeros();
-            mask &= mask - 1;
-            // The request words are read once, the answer written straight
-            // back: no host copy of the slot is written back.
-            let slot = self.buffer.read_slot(self.index, lane);
-            self.buffer.write_answer(self.index, lane, &answer(lane, &slot));
-        }
+        let (buffer, index) = (self.buffer, self.index);
+        for_each_lane(
+            self.activemask,
+            |lane| buffer.prefetch_slot(index, lane),
+            |lane| {
+                // The request words are read once, the answer written straight
+                // back: no host copy of the slot is written back.
+                let slot = buffer.read_slot(index, lane);
+                buffer.write_answer(index, lane, &answer(lane, &slot));
+            },
+        );
     }
 
     fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {

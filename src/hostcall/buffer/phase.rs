@@ -109,6 +109,12 @@ mod real {
             self.word32(header + layout::HEADER_SERVICE).store(service, Ordering::Relaxed);
         }
 
+        /// Hints that lane `lane`'s slot of packet `index` is about to be
+        /// read and its answer written.
+        pub fn prefetch_slot(&self, index: PhaseIndex, lane: u32) {
+            self.words.prefetch_for_write(layout::slot_word_at(self.packets, index.0, lane, 0));
+        }
+
         pub fn read_slot(&self, index: PhaseIndex, lane: u32) -> [u64; SLOT_WORDS] {
             let mut out = [0u64; SLOT_WORDS];
             for (word, value) in out.iter_mut().enumerate() {
@@ -250,6 +256,9 @@ mod model {
                 packet.service.with_mut(|p| *p = service);
             }
         }
+
+        /// A cache hint in the real buffer; nothing to model.
+        pub fn prefetch_slot(&self, _index: PhaseIndex, _lane: u32) {}
 
         pub fn read_slot(&self, index: PhaseIndex, lane: u32) -> [u64; SLOT_WORDS] {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
