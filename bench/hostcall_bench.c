@@ -91,6 +91,9 @@ typedef struct {
   bool threads;
   uint32_t rounds;
   uint32_t device_ms;
+  /* Round length of the paced runs: long enough for a p99 of a few thousand
+   * requests (one wave, one request per 200 us: about 3500 per second). */
+  uint32_t paced_ms;
   uint32_t device_waves[MAX_LIST];
   uint32_t device_wave_count;
   uint32_t paces[MAX_LIST];
@@ -1187,9 +1190,9 @@ static void print_row(const result_t* r, const result_t* base) {
 static void print_device_header(const options_t* opt) {
   printf("\ndevice model: one host thread plays all W waves (a non-blocking state machine per "
          "wave)%s; wake delay 20 us; medians of %u alternating rounds of %u ms; P = pause after "
-         "each answer (paced); ratios are ours / baseline and phasebit / ours\n",
+         "each answer (paced; its rounds last %u ms); ratios are ours / baseline and phasebit / ours\n",
          g_device_pin ? ", device thread on CPU 1, listener threads on CPU 0" : ", no pinning",
-         opt->rounds, opt->device_ms);
+         opt->rounds, opt->device_ms, opt->paced_ms);
   printf("%-8s %3s %2s %4s | %10s %8s %8s %8s | %9s %9s | %7s %7s %7s | %5s %s\n", "mode", "W",
          "B", "P us", "rt/s", "p50 us", "p99 us", "p99.9 us", "lst us/rt", "dev us/rt", "rt/s x",
          "p99 x", "lst x", "other", "thr");
@@ -1377,12 +1380,12 @@ static bool write_json(const options_t* opt, const char* path) {
           sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, u.machine);
   fprintf(f,
           "  \"settings\": {\"duration_ms\": %u, \"warmup_ms\": %u, \"idle_ms\": %u, "
-          "\"device_rounds\": %u, \"device_round_ms\": %u, \"device_pinned\": %s, "
+          "\"device_rounds\": %u, \"device_round_ms\": %u, \"paced_round_ms\": %u, \"device_pinned\": %s, "
           "\"packets_per_buffer\": %u, \"lanes_per_call\": 64, \"periodic_recheck\": false, "
           "\"slow_function_us\": %llu, \"wave_sched\": \"%s\", \"pinned\": %s, "
           "\"wave_yield_per_call\": %s, \"ratios\": \"vs_baseline: ours/baseline, except "
           "*_lower_by = baseline/ours\"},\n",
-          opt->duration_ms, opt->warmup_ms, opt->idle_ms, opt->rounds, opt->device_ms,
+          opt->duration_ms, opt->warmup_ms, opt->idle_ms, opt->rounds, opt->device_ms, opt->paced_ms,
           g_device_pin ? "true" : "false", PACKETS_PER_BUFFER,
           (unsigned long long)(SLOW_FUNCTION_NS / 1000), kWaveSchedName[g_wave_sched],
           g_pin ? "true" : "false", g_wave_yield ? "true" : "false");
@@ -1666,7 +1669,8 @@ static uint32_t parse_list(const char* text, uint32_t* out, uint32_t max) {
 static void usage(void) {
   fprintf(stderr,
           "usage: hostcall_bench [--json PATH] [--svg PATH] [--quick] [--no-idle]\n"
-          "  device model: [--no-device] [--rounds N] [--device-ms N] [--device-waves 1,4,16,32,64]\n"
+          "  device model: [--no-device] [--rounds N] [--device-ms N] [--paced-ms N]\n"
+          "                [--device-waves 1,4,16,32,64]\n"
           "                [--paces 200,50] [--paced-waves 1,16] [--no-pin]\n"
           "  thread per wave: [--no-threads] [--duration-ms N] [--segments N] [--warmup-ms N]\n"
           "                [--delays 20] [--waves 1,4,16,64] [--buffers 1,8] [--no-isolation]\n"
@@ -1688,6 +1692,7 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
   opt->threads = true;
   opt->rounds = 5;
   opt->device_ms = 300;
+  opt->paced_ms = 1000;
   opt->modes[MODE_BASELINE] = opt->modes[MODE_OURS] = opt->modes[MODE_PHASE] = true;
   opt->delay_count = parse_list("20", opt->delays, MAX_LIST);
   opt->wave_count = parse_list("1,4,16,64", opt->waves, MAX_LIST);
@@ -1705,6 +1710,7 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       opt->idle_ms = 100;
       opt->rounds = 1;
       opt->device_ms = 60;
+      opt->paced_ms = 60;
       g_device_warmup_ms = 10;
     } else if (strcmp(a, "--no-isolation") == 0) {
       opt->isolation = false;
@@ -1735,6 +1741,8 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       opt->rounds = (uint32_t)strtoul(v, NULL, 10), ++i;
     } else if (strcmp(a, "--device-ms") == 0) {
       opt->device_ms = (uint32_t)strtoul(v, NULL, 10), ++i;
+    } else if (strcmp(a, "--paced-ms") == 0) {
+      opt->paced_ms = (uint32_t)strtoul(v, NULL, 10), ++i;
     } else if (strcmp(a, "--json") == 0) {
       opt->json_path = v, ++i;
     } else if (strcmp(a, "--svg") == 0) {
@@ -1789,7 +1797,7 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
   if (opt->segments == 0) opt->segments = 1;
   if (opt->rounds == 0) opt->rounds = 1;
   if (opt->rounds > MAX_ROUNDS) opt->rounds = MAX_ROUNDS;
-  if (opt->duration_ms == 0 || opt->device_ms == 0 || opt->delay_count == 0 ||
+  if (opt->duration_ms == 0 || opt->device_ms == 0 || opt->paced_ms == 0 || opt->delay_count == 0 ||
       opt->wave_count == 0 || opt->buffer_count == 0 || opt->device_wave_count == 0 ||
       !(opt->modes[0] || opt->modes[1] || opt->modes[2]) || !(opt->device || opt->threads)) {
     usage();
@@ -1820,7 +1828,7 @@ static int run_device_mode(const options_t* opt) {
     }
     result_t* pair[MODE_COUNT];
     new_result_pair(opt, kind, 20, w, b, pace, pair);
-    measure_device_pair(opt->rounds, opt->device_ms, pair);
+    measure_device_pair(opt->rounds, kind == KIND_PACED ? opt->paced_ms : opt->device_ms, pair);
     for (int m = 0; m < MODE_COUNT; ++m) {
       if (pair[m] == NULL) continue;
       if (!pair[m]->ok) {

@@ -4,8 +4,10 @@
 Usage: report.py results.json > results.md
 
 Device-model and paced runs, thread-per-wave runs (scheduler-bound ones
-marked *), idle, and the targets with PASS/MISS. Every ratio is
-ours / baseline. Standard library only.
+marked *), idle, and the targets with PASS/MISS. Each row is one listener
+(ours, or ours serving phase-bit buffers) against the baseline measured in
+the same rounds; every ratio is that listener / baseline. Standard library
+only.
 """
 import json
 import sys
@@ -43,12 +45,12 @@ def device_table(results, kind, title):
     if not rows:
         return []
     lines = [f"**{title}**", "",
-             "| W | B | P µs | rt/s baseline / ours | × | p99 µs baseline / ours | × | "
-             "listener CPU µs/rt baseline / ours | × | other cores |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| listener | W | B | P µs | rt/s baseline / listener | × | p99 µs baseline / listener "
+             "| × | listener CPU µs/rt baseline / listener | × | other cores |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for b, o in rows:
         lines.append(
-            f"| {o['waves']} | {o['buffers']} | {o['pace_us'] or '-'} "
+            f"| {o['mode']} | {o['waves']} | {o['buffers']} | {o['pace_us'] or '-'} "
             f"| {fmt(b['round_trips_per_s'])} / {fmt(o['round_trips_per_s'])} "
             f"| {fmt(ratio(o['round_trips_per_s'], b['round_trips_per_s']))} "
             f"| {fmt(b['p99_us'])} / {fmt(o['p99_us'])} | {fmt(ratio(o['p99_us'], b['p99_us']))} "
@@ -63,15 +65,15 @@ def thread_table(results):
     if not rows:
         return []
     lines = ["**Thread per wave** (* = scheduler-bound: more wave threads than cores)", "",
-             "| case | W | B | rt/s baseline / ours | × | p99 µs baseline / ours | × | "
-             "listener CPU µs/rt baseline / ours | × |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| case | listener | W | B | rt/s baseline / listener | × | p99 µs baseline / listener "
+             "| × | listener CPU µs/rt baseline / listener | × |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     names = {"threads": "traffic", "threads_isolation_reference": "isolation, no slow buffer",
              "threads_isolation_slow_buffer": "isolation, slow buffer"}
     for b, o in rows:
         star = "*" if o.get("scheduler_bound") else ""
         lines.append(
-            f"| {names[o['kind']]} | {o['waves']}{star} | {o['buffers']} "
+            f"| {names[o['kind']]} | {o['mode']} | {o['waves']}{star} | {o['buffers']} "
             f"| {fmt(b['round_trips_per_s'])} / {fmt(o['round_trips_per_s'])} "
             f"| {fmt(ratio(o['round_trips_per_s'], b['round_trips_per_s']))} "
             f"| {fmt(b['p99_us'])} / {fmt(o['p99_us'])} | {fmt(ratio(o['p99_us'], b['p99_us']))} "
@@ -91,8 +93,11 @@ def main(argv):
         device_table(results, "device_paced", "Device model, paced") + thread_table(results)
     idle = {i["mode"]: i for i in run.get("idle", [])}
     if idle:
+        def sleeper(i):
+            ms = i.get("bare_sleeper_cpu_ms")
+            return "" if ms is None else f" (a bare thread sleeping on ours' idle schedule meanwhile: {fmt(ms)} ms)"
         out += ["**Idle** (8 buffers, no traffic): " + ", ".join(
-            f"{m} {fmt(i['listener_cpu_ms'])} ms of listener CPU in {fmt(i['seconds'])} s"
+            f"{m} {fmt(i['listener_cpu_ms'])} ms of listener CPU in {fmt(i['seconds'])} s{sleeper(i)}"
             for m, i in idle.items()), ""]
     if run.get("targets"):
         out += ["| target | goal | measured | met |", "|---|---|---|---|"]
