@@ -21,10 +21,11 @@
 //! `tunables::WAIT_TIMEOUT_MS`, 100 ms). Idle, the listener sits in
 //! that blocked wait and wakes at its timeout to rescan; each timeout with
 //! nothing found makes the next wait 4 times longer, up to 1 s
-//! (`poll_window::IdleTimeout`): a wake-up costs 100–400 µs of CPU on the
-//! benchmark's virtual machine, so an idle listener costs one wake-up and one
-//! look per buffer per second (measured by the benchmark: under 1 ms of CPU
-//! per 2 s with 8 buffers).
+//! (`poll_window::IdleTimeout`): an idle listener costs one wake-up and one
+//! look per buffer per second. (On the benchmark's virtual machine a wake-up
+//! after a long sleep costs 0.2–1 ms of CPU whatever the thread does; the
+//! benchmark measured 1.8 ms per 2 s with 8 buffers, against 5.5–7.9 ms with
+//! a fixed 100 ms timeout.)
 //!
 //! Phase-bit buffers add one rule: their waves ring at most once per ~10 µs
 //! per device, so a request may come without a ring shortly after another

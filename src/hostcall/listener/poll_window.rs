@@ -164,10 +164,10 @@ impl DoorbellQuiet {
 /// `WAIT_TIMEOUT` (100 ms): a packet whose ring was lost waits at most that.
 /// Each wait that times out with the doorbell unmoved and nothing found makes
 /// the next one `IDLE_WAIT_GROWTH` times longer, up to `IDLE_WAIT_MAX` (1 s):
-/// a wake-up costs a blocked thread 100–400 µs of CPU on a virtual machine
-/// (cold caches and the wake path; measured in bench/README.md), so an idle
-/// listener that woke every 100 ms would cost 2–8 ms of CPU per 2 s. A ring,
-/// or work found, brings it back to `WAIT_TIMEOUT`.
+/// a wake-up after a long sleep costs a thread 0.2–1 ms of CPU on a virtual
+/// machine (measured in bench/README.md), so an idle listener that woke every
+/// 100 ms cost 5.5–7.9 ms of CPU per 2 s there. A ring, or work found, brings
+/// it back to `WAIT_TIMEOUT`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IdleTimeout {
     current_ms: u64,
