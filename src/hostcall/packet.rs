@@ -226,8 +226,12 @@ mod tests {
     }
 }
 
-/// How many active lanes ahead `for_each_lane` hints the next lines.
-const PREFETCH_LANES_AHEAD: u32 = 2;
+/// How many active lanes ahead `for_each_lane` hints the next lines: about
+/// the misses a core keeps in flight (10–16 line fill buffers), so the
+/// transfers of the next lanes overlap. Measured with the benchmark's device
+/// model (bench/README.md): 2 lanes ahead → 8 took the listener's CPU per
+/// 64-lane packet at 16 waves from 1.13 to 0.97 µs; 12 and 16 were no better.
+const PREFETCH_LANES_AHEAD: u32 = 8;
 
 /// Calls `visit` for each lane of `activemask` in lane order, after calling
 /// `prefetch` for the lane `PREFETCH_LANES_AHEAD` active lanes further on:

@@ -226,15 +226,17 @@ impl Packet for PendingPacket<'_> {
     }
 
     fn serve_lanes<F: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS])>(&mut self, mut serve: F) {
-        let mut mask = self.activemask;
-        while mask != 0 {
-            let lane = mask.trailing_zeros();
-            mask &= mask - 1;
-            let mut slot = self.buffer.read_slot(self.index, lane);
-            serve(self.service, lane, &mut slot);
-            // Only the answer words go back: the wave reads nothing else.
-            self.buffer.write_answer(self.index, lane, &[slot[0], slot[1]]);
-        }
+        let (buffer, index, service) = (self.buffer, self.index, self.service);
+        for_each_lane(
+            self.activemask,
+            |lane| buffer.prefetch_slot(index, lane),
+            |lane| {
+                let mut slot = buffer.read_slot(index, lane);
+                serve(service, lane, &mut slot);
+                // Only the answer words go back: the wave reads nothing else.
+                buffer.write_answer(index, lane, &[slot[0], slot[1]]);
+            },
+        );
     }
 
     fn answer_lanes<F: FnMut(u32, &[u64; layout::SLOT_WORDS]) -> [u64; layout::ANSWER_WORDS]>(
@@ -255,10 +257,14 @@ impl Packet for PendingPacket<'_> {
     }
 
     fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {
-        let mut packet = HostPacket::new(self.buffer.base(), self.service, self.activemask);
-        for lane in packet.active_lanes() {
-            packet.slots[lane as usize] = self.buffer.read_slot(self.index, lane);
-        }
+        let (buffer, index) = (self.buffer, self.index);
+        let mut packet = HostPacket::new(buffer.base(), self.service, self.activemask);
+        // The lines are written again below (the answers).
+        for_each_lane(
+            self.activemask,
+            |lane| buffer.prefetch_slot(index, lane),
+            |lane| packet.slots[lane as usize] = buffer.read_slot(index, lane),
+        );
         serve(&mut packet);
         // Only the lanes the wave sent, whatever the service did to the copy's
         // header, and only their answer words: the wave reads nothing else.
