@@ -89,6 +89,79 @@ pub trait Packet {
     fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F);
 }
 
+/// One pending packet's lanes in device memory, whichever protocol laid
+/// them out (protocol.rs, phase_protocol.rs): what the services' `Packet`
+/// view needs from it. Every such packet is served the same way (below).
+pub trait DeviceLanes {
+    fn buffer_key(&self) -> usize;
+    fn service(&self) -> u32;
+    fn activemask(&self) -> u64;
+    /// Hint: lane `lane`'s line is about to be read and then written.
+    fn prefetch(&self, lane: u32);
+    /// Lane `lane`'s 8 request words.
+    fn read(&self, lane: u32) -> [u64; SLOT_WORDS];
+    /// Writes lane `lane`'s answer words (all the wave reads back).
+    fn write_answer(&self, lane: u32, answer: &[u64; ANSWER_WORDS]);
+}
+
+impl<L: DeviceLanes> Packet for L {
+    fn service(&self) -> u32 {
+        DeviceLanes::service(self)
+    }
+
+    fn buffer_key(&self) -> usize {
+        DeviceLanes::buffer_key(self)
+    }
+
+    fn serve_lanes<F: FnMut(u32, u32, &mut [u64; SLOT_WORDS])>(&mut self, mut serve: F) {
+        let service = DeviceLanes::service(self);
+        for_each_lane(
+            self.activemask(),
+            |lane| self.prefetch(lane),
+            |lane| {
+                let mut slot = self.read(lane);
+                serve(service, lane, &mut slot);
+                // Only the answer words go back: the wave reads nothing else.
+                self.write_answer(lane, &[slot[0], slot[1]]);
+            },
+        );
+    }
+
+    fn answer_lanes<F: FnMut(u32, &[u64; SLOT_WORDS]) -> [u64; ANSWER_WORDS]>(&mut self, mut answer: F) {
+        for_each_lane(
+            self.activemask(),
+            |lane| self.prefetch(lane),
+            |lane| {
+                // The request words are read once, the answer written straight
+                // back: no host copy of the slot is written back.
+                let slot = self.read(lane);
+                self.write_answer(lane, &answer(lane, &slot));
+            },
+        );
+    }
+
+    fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {
+        let mut packet =
+            HostPacket::new(DeviceLanes::buffer_key(self), DeviceLanes::service(self), self.activemask());
+        // The lines are written again below (the answers).
+        for_each_lane(
+            self.activemask(),
+            |lane| self.prefetch(lane),
+            |lane| packet.slots[lane as usize] = self.read(lane),
+        );
+        serve(&mut packet);
+        // Only the lanes the wave sent, whatever the service did to the copy's
+        // header, and only their answer words: the wave reads nothing else.
+        let mut mask = self.activemask();
+        while mask != 0 {
+            let lane = mask.trailing_zeros();
+            mask &= mask - 1;
+            let slot = &packet.slots[lane as usize];
+            self.write_answer(lane, &[slot[0], slot[1]]);
+        }
+    }
+}
+
 impl Packet for HostPacket {
     fn service(&self) -> u32 {
         self.service

@@ -42,7 +42,9 @@
 
 use super::buffer::{DeviceBuffer, PacketIndex};
 use super::layout::{self, CONTROL_READY};
-use super::packet::{for_each_lane, HostPacket, Packet};
+use super::packet::DeviceLanes;
+#[cfg(any(test, loom))]
+use super::packet::Packet;
 use super::sync::{fence, AtomicBool, Ordering};
 
 /// What one `drain_ready` call did.
@@ -216,65 +218,29 @@ pub struct PendingPacket<'a> {
     activemask: u64,
 }
 
-impl Packet for PendingPacket<'_> {
-    fn service(&self) -> u32 {
-        self.service
-    }
-
+impl DeviceLanes for PendingPacket<'_> {
     fn buffer_key(&self) -> usize {
         self.buffer.base()
     }
 
-    fn serve_lanes<F: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS])>(&mut self, mut serve: F) {
-        let (buffer, index, service) = (self.buffer, self.index, self.service);
-        for_each_lane(
-            self.activemask,
-            |lane| buffer.prefetch_slot(index, lane),
-            |lane| {
-                let mut slot = buffer.read_slot(index, lane);
-                serve(service, lane, &mut slot);
-                // Only the answer words go back: the wave reads nothing else.
-                buffer.write_answer(index, lane, &[slot[0], slot[1]]);
-            },
-        );
+    fn service(&self) -> u32 {
+        self.service
     }
 
-    fn answer_lanes<F: FnMut(u32, &[u64; layout::SLOT_WORDS]) -> [u64; layout::ANSWER_WORDS]>(
-        &mut self,
-        mut answer: F,
-    ) {
-        let (buffer, index) = (self.buffer, self.index);
-        for_each_lane(
-            self.activemask,
-            |lane| buffer.prefetch_slot(index, lane),
-            |lane| {
-                // The request words are read once, the answer written straight
-                // back: no host copy of the slot is written back.
-                let slot = buffer.read_slot(index, lane);
-                buffer.write_answer(index, lane, &answer(lane, &slot));
-            },
-        );
+    fn activemask(&self) -> u64 {
+        self.activemask
     }
 
-    fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {
-        let (buffer, index) = (self.buffer, self.index);
-        let mut packet = HostPacket::new(buffer.base(), self.service, self.activemask);
-        // The lines are written again below (the answers).
-        for_each_lane(
-            self.activemask,
-            |lane| buffer.prefetch_slot(index, lane),
-            |lane| packet.slots[lane as usize] = buffer.read_slot(index, lane),
-        );
-        serve(&mut packet);
-        // Only the lanes the wave sent, whatever the service did to the copy's
-        // header, and only their answer words: the wave reads nothing else.
-        let mut mask = self.activemask;
-        while mask != 0 {
-            let lane = mask.trailing_zeros();
-            mask &= mask - 1;
-            let slot = &packet.slots[lane as usize];
-            self.buffer.write_answer(self.index, lane, &[slot[0], slot[1]]);
-        }
+    fn prefetch(&self, lane: u32) {
+        self.buffer.prefetch_slot(self.index, lane);
+    }
+
+    fn read(&self, lane: u32) -> [u64; layout::SLOT_WORDS] {
+        self.buffer.read_slot(self.index, lane)
+    }
+
+    fn write_answer(&self, lane: u32, answer: &[u64; layout::ANSWER_WORDS]) {
+        self.buffer.write_answer(self.index, lane, answer);
     }
 }
 
