@@ -302,6 +302,15 @@ static void finish(void* buffer, uint64_t ptr, const uint64_t in[64][8], const c
   printf("  %s: served after %.1f ms\n", what, (double)waited / 1e6);
 }
 
+/* One call posted and never rung: served at the listener's next timeout. */
+static void never_rung_call(void* buffer, uint64_t salt, const char* what) {
+  uint64_t lanes[64][8];
+  fill_fc(lanes, salt);
+  uint64_t ptr = post_silently(buffer, lanes);
+  HC_REQUIRE(ptr != 0, "pop");
+  finish(buffer, ptr, (const uint64_t(*)[8])lanes, what);
+}
+
 static void test_lost_doorbell(void) {
   /* Blocked waits see only signal operations, never plain memory writes. */
   hsa_sim_set_periodic_recheck(false, 0);
@@ -312,16 +321,13 @@ static void test_lost_doorbell(void) {
   hsa_signal_t doorbell = {device_sim_header(buffer)->doorbell};
 
   /* 1. Never rung. */
-  uint64_t lanes[64][8];
-  fill_fc(lanes, 10);
-  uint64_t ptr = post_silently(buffer, lanes);
-  HC_REQUIRE(ptr != 0, "pop");
-  finish(buffer, ptr, (const uint64_t(*)[8])lanes, "never rung");
+  never_rung_call(buffer, 10, "never rung");
 
   /* 2. Rung by a plain memory write (as a GPU does), which wakes nobody. */
   hc_sleep_ms(20);
+  uint64_t lanes[64][8];
   fill_fc(lanes, 11);
-  ptr = post_silently(buffer, lanes);
+  uint64_t ptr = post_silently(buffer, lanes);
   int64_t* value = hsa_sim_signal_value_ptr(doorbell);
   HC_REQUIRE(value != NULL, "doorbell value pointer");
   __atomic_add_fetch(value, 1, __ATOMIC_RELEASE);
@@ -374,11 +380,7 @@ static void test_idle_waits_grow(void) {
            "the test's timeout must cover the longest idle wait");
 
   /* A lost ring after the long silence: served at the next timeout. */
-  uint64_t lanes[64][8];
-  fill_fc(lanes, 21);
-  uint64_t ptr = post_silently(buffer, lanes);
-  HC_REQUIRE(ptr != 0, "pop");
-  finish(buffer, ptr, (const uint64_t(*)[8])lanes, "never rung after a long idle time");
+  never_rung_call(buffer, 21, "never rung after a long idle time");
   /* A rung call after the silence is answered without waiting for a timeout:
    * the listener makes no further timed-out wait meanwhile. */
   hc_sleep_ms(1500);
