@@ -107,6 +107,45 @@ static int exit_counting_rings(bool shut_down) {
 static int child_exit_rings_hsa_alive(void) { return exit_counting_rings(false); }
 static int child_exit_rings_hsa_shut_down(void) { return exit_counting_rings(true); }
 
+/* Exit when no ring can reach the listener (HSA stops answering the
+ * library's check at exit) while the listener sits in a long idle wait (its
+ * timeout has grown past the exit bound for busy listeners): exit still
+ * waits until the listener has left the HSA wait, so no listener is inside
+ * the runtime when the application's later exit handlers (or the runtime's
+ * teardown) run. The handler registered before the first enable runs after
+ * the library's and checks it. */
+static void check_no_wait_in_progress(void) {
+  if (hsa_sim_blocked_waits() != 0) {
+    fprintf(stderr, "%u blocked HSA wait(s) still in progress after the library's exit handler\n",
+            hsa_sim_blocked_waits());
+    _exit(3);
+  }
+}
+
+static int child_exit_unrung_during_long_wait(void) {
+  hc_hsa_init();
+  atexit(check_no_wait_in_progress);
+  void* buffer = hc_alloc_buffer(4);
+  if (!enableHostcalls(buffer, 4, NULL)) return 2;
+  if (call_ok(buffer, 1) != 0) return 4;
+  /* Waits of 100 and 400 ms have timed out: the listener is in its third,
+   * of IDLE_WAIT_MAX_MS, longer than EXIT_TIMEOUT_MS. */
+  hc_sleep_ms(AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS * (1 + AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH) +
+              100);
+  if (hsa_sim_blocked_waits() != 1) return 5;
+  /* The library asks whether HSA still answers before it rings: say no. */
+  hsa_sim_fail_nth_call("hsa_system_get_info", 1, HSA_STATUS_ERROR_NOT_INITIALIZED);
+  return 0;
+}
+
+static void expect_exit(const char* name, int code);
+
+static void test_exit_waits_for_a_listener_in_a_long_unrung_wait(void) {
+  _Static_assert(AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS > AMDGPU_DROPIN_HOSTCALL_EXIT_TIMEOUT_MS,
+                 "the case needs a wait longer than the exit bound");
+  expect_exit("exit_unrung_long_wait", 0);
+}
+
 static _Atomic int service_entered = 0;
 
 /* FUNCTION_CALL host functions that take long or never return. */
@@ -357,6 +396,7 @@ int main(int argc, char** argv) {
       {"exit_rings_shut_down", child_exit_rings_hsa_shut_down},
       {"exit_slow", child_exit_during_slow_service},
       {"exit_stuck", child_exit_during_stuck_service},
+      {"exit_unrung_long_wait", child_exit_unrung_during_long_wait},
       {"fork_first_enable", child_fork_during_first_enable},
       {NULL, NULL},
   };
@@ -368,6 +408,7 @@ int main(int argc, char** argv) {
   HC_RUN(test_exit_from_other_thread_mid_flight);
   HC_RUN(test_exit_during_slow_service);
   HC_RUN(test_exit_during_stuck_service);
+  HC_RUN(test_exit_waits_for_a_listener_in_a_long_unrung_wait);
   HC_RUN(test_fork_with_listener_running);
   HC_RUN(test_fork_during_first_enable);
   return hc_failures == 0 ? 0 : 1;

@@ -84,6 +84,9 @@ HSA_API void hsa_sim_clear_faults(void);
 HSA_API uint64_t hsa_sim_call_count(const char* function);
 HSA_API void hsa_sim_reset_call_counts(void);
 
+/* Blocked signal waits (HSA_WAIT_STATE_BLOCKED, any thread) in progress now. */
+HSA_API uint32_t hsa_sim_blocked_waits(void);
+
 /* ---- Live objects -------------------------------------------------------- */
 
 typedef struct hsa_sim_live_s {

@@ -58,6 +58,14 @@ static uint32_t g_fresh;     /* slots [0, g_fresh) have been handed out; under l
 /* Wait tuning; relaxed everywhere: each is read independently and a change
  * applies to waits from some point on. */
 static _Atomic uint32_t g_wake_delay_us;
+
+/* Blocked waits in progress (hsa_sim_blocked_waits): incremented relaxed (a
+ * count), decremented with release, read with acquire. */
+static _Atomic uint32_t g_blocked_waits;
+
+HSA_API uint32_t hsa_sim_blocked_waits(void) {
+  return atomic_load_explicit(&g_blocked_waits, memory_order_acquire);
+}
 static _Atomic bool g_recheck_on = true;
 static _Atomic uint32_t g_recheck_us = 1000;
 
@@ -447,6 +455,7 @@ static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
     }
   }
 
+  atomic_fetch_add_explicit(&g_blocked_waits, 1, memory_order_relaxed);
   /* seq_cst: see sim_signal_notify. */
   atomic_fetch_add_explicit(&s->waiters, 1, memory_order_seq_cst);
   for (;;) {
@@ -473,6 +482,9 @@ static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
   }
   /* relaxed: only wakers read it, and a stale non-zero costs one syscall. */
   atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
+  /* release: the wait's last access to the runtime's state happens before a
+   * reader (acquire) sees the count drop. */
+  atomic_fetch_sub_explicit(&g_blocked_waits, 1, memory_order_release);
   return v;
 }
 
