@@ -1060,7 +1060,7 @@ static uint64_t pthread_cpu_ns(pthread_t thread) {
   clockid_t clock;
   struct timespec ts;
   if (pthread_getcpuclockid(thread, &clock) != 0 || clock_gettime(clock, &ts) != 0) return 0;
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return timespec_ns(&ts);
 }
 
 static bool run_idle(const options_t* opt, idle_t* r) {

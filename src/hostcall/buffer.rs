@@ -30,7 +30,9 @@ pub mod phase;
 pub struct PacketIndex(u32);
 
 impl PacketIndex {
+    /// Packet 0: a filler for arrays written before they are read.
     pub const FIRST: PacketIndex = PacketIndex(0);
+
     /// The index a tagged pointer designates, if it is below `packets`: the
     /// one check that stands between a device-written pointer and an address
     /// (shared by the real and the modelled buffer).

@@ -133,15 +133,8 @@ where
         return stats;
     }
     // A long chain: in chain order, the looked-ahead packets first.
-    for &(index, control) in ahead {
-        serve_packet(buffer, index, control, &mut serve);
-        stats.served += 1;
-        if !keep_going() {
-            stats.stopped = true;
-            return stats;
-        }
-    }
-    while let Some((index, control)) = chain.next(buffer, &[], &mut stats) {
+    let mut looked_ahead = ahead.iter().copied();
+    while let Some((index, control)) = looked_ahead.next().or_else(|| chain.next(buffer, &[], &mut stats)) {
         serve_packet(buffer, index, control, &mut serve);
         stats.served += 1;
         if !chain.finished() && !keep_going() {

@@ -199,8 +199,8 @@ impl IdleTimeout {
         }
     }
 
-    /// Work was found: requests are coming.
-    pub fn reset(&mut self) {
+    /// Requests are coming: back to the shortest timeout.
+    fn reset(&mut self) {
         self.current_ms = tunables::WAIT_TIMEOUT_MS;
     }
 }

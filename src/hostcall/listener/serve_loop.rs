@@ -351,7 +351,9 @@ fn run_loop(
     // only one needed (an idle wake-up costs one scan, not two).
     let mut woke = false;
     // The blocked wait's timeout, longer while nothing happens; and whether
-    // the last wait ended because the doorbell moved.
+    // the last wait ended because the doorbell moved. Only the scan right
+    // after a wait updates it: every other scan follows a wait that rang or
+    // found work, which already brought it back to its shortest.
     let mut idle = IdleTimeout::new();
     let mut rang = false;
     // One scan; work found feeds the poll window. Returns the packets served
@@ -377,7 +379,6 @@ fn run_loop(
         }
         if !woke {
             if let Some(served) = serve_once(&snapshot, &mut window, &mut step, false) {
-                idle.reset();
                 if window.poll_until_ns().is_some() {
                     if served >= GATHER_AFTER {
                         gather();
@@ -396,8 +397,6 @@ fn run_loop(
         let found = serve_once(&snapshot, &mut window, &mut step, woke);
         if woke {
             idle.after_wait(!rang && found.is_none());
-        } else if found.is_some() {
-            idle.reset();
         }
         woke = false;
         if found.is_some() {
