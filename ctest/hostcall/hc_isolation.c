@@ -15,6 +15,10 @@
  * - disabling A while the helper is inside A's host function waits for it;
  * - after the last disable no listener thread is left.
  *
+ * A preempted fast visit of A counts as slow too, so a round may move A after
+ * fewer blocking calls than SLOW_STREAK; the streak rule is checked over up
+ * to three rounds.
+ *
  * One path is allowed by design and retried: while the helper is inside a
  * visit for longer than SLOW_VISIT (preempted, say) the main listener also
  * serves A, so a blocking call on A may be entered by the main listener.
@@ -161,42 +165,52 @@ static bool b_progresses(uint64_t more) {
 static void* g_a;
 static void* g_b;
 
-/* Slow calls on A until one is entered by the helper: SLOW_STREAK slow visits
- * by the main listener move it (a visit that happens in the scan just before
- * the listener blocks counts like any other). Returns the held call's state
- * in `held` (entered by the helper, not yet released), or false. */
-static bool move_a_to_helper(blocked_call_t* held, uint64_t* arg) {
+/* Slow calls on A until one is entered by the helper. Returns how many slow
+ * calls the main listener served before the move, with the held call's state
+ * in `held` (entered by the helper, not yet released); -1 if A never moved.
+ *
+ * The classifier moves A after SLOW_STREAK slow visits in a row. The test's
+ * blocking calls are slow visits by construction, but a fast visit of A just
+ * before them can be slow too when the listener is preempted inside it (a
+ * loaded CI machine), so fewer blocking calls than SLOW_STREAK may be seen
+ * here; the caller retries rather than assert on one round. */
+static int move_a_to_helper(blocked_call_t* held, uint64_t* arg) {
   int main_visits = 0;
   for (int k = 0; k < MAX_TRIES; ++k) {
     uint64_t who = start_blocked(held, g_a, (*arg)++);
-    if (who == HC_SERVED_BY_HELPER) {
-      HC_CHECK(main_visits >= (int)AMDGPU_DROPIN_HOSTCALL_SLOW_STREAK,
-               "A moved to the helper after %d slow visits on the main listener", main_visits);
-      return true;
-    }
+    if (who == HC_SERVED_BY_HELPER) return main_visits;
     /* Held 2 ms past SLOW_VISIT: a slow visit (a lower bound, not a threshold). */
     hc_sleep_ms(2 + (uint32_t)(AMDGPU_DROPIN_HOSTCALL_SLOW_VISIT_US / 1000));
     uint64_t served = release_blocked(held);
     HC_CHECK(who == HC_SERVED_BY_MAIN && served == who, "slow call %d: entered by %llu, answered %llu",
              k, (unsigned long long)who, (unsigned long long)served);
-    if (who == HC_SERVED_BY_MAIN) ++main_visits;
+    if (who != HC_SERVED_BY_MAIN) return -1;
+    ++main_visits;
   }
   HC_CHECK(false, "A was not moved to the helper after %d slow calls", MAX_TRIES);
-  return false;
+  return -1;
 }
 
-static void test_slow_buffer_moves_to_helper_and_back(void) {
-  uint64_t arg = 1;
-  HC_REQUIRE(call(g_a, fast_function, arg++) == HC_SERVED_BY_MAIN, "a fast buffer is served by the main listener");
+/* One round: A slow until it moves to the helper, B served meanwhile by the
+ * main listener, A fast until it comes back. Returns the slow calls the main
+ * listener served before the move, or -1 when the round failed. */
+static int slow_round(uint64_t* arg) {
+  uint64_t first = call(g_a, fast_function, (*arg)++);
+  HC_CHECK(first == HC_SERVED_BY_MAIN, "a fast buffer is served by the main listener");
+  if (first != HC_SERVED_BY_MAIN) return -1;
 
+  atomic_store_explicit(&g_b_stop, 0, memory_order_relaxed);
   pthread_t b_thread;
-  HC_REQUIRE(pthread_create(&b_thread, NULL, b_wave, g_b) == 0, "B wave");
+  if (pthread_create(&b_thread, NULL, b_wave, g_b) != 0) {
+    HC_CHECK(false, "B wave thread");
+    return -1;
+  }
   HC_CHECK(b_progresses(50), "B gets going");
 
   /* While A is not on the helper, only the main listener serves it. */
   blocked_call_t held;
-  bool moved = move_a_to_helper(&held, &arg);
-  if (moved) {
+  int main_visits = move_a_to_helper(&held, arg);
+  if (main_visits >= 0) {
     /* The helper is inside A's host function, held there: B keeps being
      * served, by the main listener. */
     uint64_t by_main_before = atomic_load_explicit(&g_b_by_main, memory_order_relaxed);
@@ -208,14 +222,14 @@ static void test_slow_buffer_moves_to_helper_and_back(void) {
   atomic_store_explicit(&g_b_stop, 1, memory_order_relaxed);
   pthread_join(b_thread, NULL);
   HC_CHECK(!atomic_load_explicit(&g_b_failed, memory_order_relaxed), "every B call answered");
-  if (!moved) return;
+  if (main_visits < 0) return -1;
 
   /* Fast again: after SLOW_DEMOTE_AFTER of fast visits A goes back. Until
    * then the helper serves it (or the main listener, on the fallback path). */
   uint64_t deadline = hc_now_ms() + HANG_MS;
   uint64_t who = 0;
   int by_helper = 0;
-  while ((who = call(g_a, fast_function, arg++)) != HC_SERVED_BY_MAIN || by_helper == 0) {
+  while ((who = call(g_a, fast_function, (*arg)++)) != HC_SERVED_BY_MAIN || by_helper == 0) {
     if (who == HC_SERVED_BY_HELPER) ++by_helper;
     if (who == 0 || hc_now_ms() >= deadline) break;
     hc_sleep_ms(10);
@@ -225,8 +239,33 @@ static void test_slow_buffer_moves_to_helper_and_back(void) {
            (unsigned long long)who);
   /* Back on the main listener: only it serves A now. */
   for (int k = 0; k < 20; ++k) {
-    HC_CHECK(call(g_a, fast_function, arg++) == HC_SERVED_BY_MAIN, "call %d after the demotion", k);
+    HC_CHECK(call(g_a, fast_function, (*arg)++) == HC_SERVED_BY_MAIN, "call %d after the demotion", k);
   }
+  return main_visits;
+}
+
+/* A move after fewer than SLOW_STREAK blocking calls is either a preempted
+ * fast visit (rare, and never twice in a row of rounds in practice) or a
+ * classifier that ignores the streak (every round). Up to ROUNDS rounds; one
+ * that needed the full streak shows the rule, each round checks the rest. */
+#define ROUNDS 3
+static void test_slow_buffer_moves_to_helper_and_back(void) {
+  uint64_t arg = 1;
+  int visits[ROUNDS];
+  int rounds = 0;
+  bool streak_seen = false;
+  while (rounds < ROUNDS && !streak_seen) {
+    int v = slow_round(&arg);
+    if (v < 0) return;
+    visits[rounds++] = v;
+    streak_seen = v >= (int)AMDGPU_DROPIN_HOSTCALL_SLOW_STREAK;
+    if (!streak_seen) {
+      fprintf(stderr, "note: round %d moved A after %d blocking calls (a preempted fast visit?); again\n",
+              rounds, v);
+    }
+  }
+  HC_CHECK(streak_seen, "A moved to the helper after fewer than %u slow visits in each of %d rounds "
+           "(last: %d)", (unsigned)AMDGPU_DROPIN_HOSTCALL_SLOW_STREAK, rounds, visits[rounds - 1]);
 }
 
 typedef struct disabler {
@@ -246,7 +285,7 @@ static void* disable_thread(void* arg) {
 static void test_disable_while_on_helper_waits_for_the_service(void) {
   uint64_t arg = 1000;
   blocked_call_t held;
-  HC_REQUIRE(move_a_to_helper(&held, &arg), "A on the helper");
+  HC_REQUIRE(move_a_to_helper(&held, &arg) >= 0, "A on the helper");
   disabler_t d = {.buffer = g_a};
   atomic_init(&d.done, 0);
   HC_REQUIRE(pthread_create(&d.thread, NULL, disable_thread, &d) == 0, "disable thread");
