@@ -87,6 +87,11 @@ HSA_API void hsa_sim_reset_call_counts(void);
 /* Blocked signal waits (HSA_WAIT_STATE_BLOCKED, any thread) in progress now. */
 HSA_API uint32_t hsa_sim_blocked_waits(void);
 
+/* Sleeps blocked signal waits have begun since the process started. A blocked
+ * wait polls its first 200 us and any last partial millisecond (as ROCr's),
+ * so a wait answered early or one of 1 ms or less never sleeps. */
+HSA_API uint64_t hsa_sim_wait_sleeps(void);
+
 /* ---- Live objects -------------------------------------------------------- */
 
 typedef struct hsa_sim_live_s {

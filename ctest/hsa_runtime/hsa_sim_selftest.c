@@ -1120,16 +1120,33 @@ static void test_waits(void) {
     printf("raw write noticed by periodic re-check after %.1f us\n", (double)lat / 1e3);
     CHECK(lat < 500000000ull);
   }
-  /* Re-check off: the raw write is not seen before the timeout. */
+  /* Re-check off: the raw write is not seen while the wait sleeps, only by
+   * its poll of the last partial millisecond (as ROCr's wait). */
   hsa_sim_set_periodic_recheck(false, 0);
   {
     int64_t v;
     uint64_t total;
     hsa_signal_store_relaxed(sig, 0);
     wait_for_setter(sig, 5, 78, true, 300000000ull, HSA_WAIT_STATE_BLOCKED, &v, &total);
-    CHECK(total >= 300000000ull);
+    CHECK(total >= 299000000ull);
+    CHECK(v == 78);
     printf("raw write with re-check off: wait returned after %.1f ms (timeout 300 ms)\n",
            (double)total / 1e6);
+  }
+  /* ROCr's blocked wait sleeps only whole milliseconds: one of 1 ms or less
+   * never sleeps (it polls to its timeout); one with more than 1 ms left
+   * after its first 200 us of polling sleeps. */
+  {
+    hsa_signal_store_relaxed(sig, 0);
+    uint64_t sleeps = hsa_sim_wait_sleeps();
+    uint64_t t0 = now_ns();
+    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 1000000ull,
+                                  HSA_WAIT_STATE_BLOCKED) == 0);
+    CHECK(now_ns() - t0 >= 1000000ull);
+    CHECK(hsa_sim_wait_sleeps() == sleeps);
+    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 20000000ull,
+                                  HSA_WAIT_STATE_BLOCKED) == 0);
+    CHECK(hsa_sim_wait_sleeps() > sleeps);
   }
   /* An idle blocked wait with re-check off costs (almost) no CPU. */
   {

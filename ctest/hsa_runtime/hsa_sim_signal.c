@@ -11,7 +11,9 @@
  * successful cas, add/subtract/and/or/xor) increments the slot's 32-bit
  * futex word `seq` and, when a blocked waiter is registered, wakes it with
  * FUTEX_WAKE. Silent stores change the value without waking anybody (as in
- * ROCr). A BLOCKED wait sleeps on `seq`; it also re-checks the value every
+ * ROCr). A BLOCKED wait polls like ROCr's (its first 200 us and any last
+ * partial millisecond, see sim_wait), otherwise sleeps on `seq`; it also
+ * re-checks the value every
  * period (hsa_sim_set_periodic_recheck) so that a plain memory write through
  * hsa_sim_signal_value_ptr, as a GPU does it, is noticed. When a futex wake
  * ends its sleep, the waiter first sleeps the configured wake delay
@@ -62,6 +64,13 @@ static _Atomic uint32_t g_wake_delay_us;
 /* Blocked waits in progress (hsa_sim_blocked_waits): incremented relaxed (a
  * count), decremented with release, read with acquire. */
 static _Atomic uint32_t g_blocked_waits;
+
+/* Sleeps begun by blocked waits (hsa_sim_wait_sleeps): a relaxed count. */
+static _Atomic uint64_t g_wait_sleeps;
+
+HSA_API uint64_t hsa_sim_wait_sleeps(void) {
+  return atomic_load_explicit(&g_wait_sleeps, memory_order_relaxed);
+}
 
 HSA_API uint32_t hsa_sim_blocked_waits(void) {
   return atomic_load_explicit(&g_blocked_waits, memory_order_acquire);
@@ -425,6 +434,19 @@ static bool sim_condition_met(hsa_signal_condition_t condition,
   }
 }
 
+/* ROCr's BLOCKED wait (InterruptSignal::WaitRelaxed), modelled here:
+ * - it polls the value for its first 200 us before it sleeps at all, so
+ *   every blocked wait that is not answered at once costs up to 200 us of
+ *   CPU;
+ * - it then sleeps on the signal's event for the time left rounded down to
+ *   whole milliseconds; with less than one whole millisecond left it polls
+ *   (an event wait of 0 ms returns at once), so a timeout's last partial
+ *   millisecond is polled too, and a wait of a millisecond or less never
+ *   sleeps. */
+#define SIM_BLOCKED_POLL_NS 200000ull
+
+static uint64_t sim_whole_ms_ns(uint64_t ns) { return ns / 1000000ull * 1000000ull; }
+
 static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
                                    hsa_signal_condition_t condition,
                                    hsa_signal_value_t compare,
@@ -467,13 +489,21 @@ static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
     if (!sim_signal_alive(s, gen)) break;
     uint64_t now = sim_now_ns();
     if (now >= deadline) break;
-    uint64_t sleep_ns = deadline == UINT64_MAX ? UINT64_MAX : deadline - now;
+    /* ROCr's blocked wait polls for its first SIM_BLOCKED_POLL_NS, and polls
+     * again once less than a whole millisecond is left (it sleeps whole
+     * milliseconds, rounded down); both cost CPU, as there. */
+    uint64_t sleep_ns = deadline == UINT64_MAX ? UINT64_MAX : sim_whole_ms_ns(deadline - now);
+    if (now - start < SIM_BLOCKED_POLL_NS || sleep_ns == 0) {
+      sim_cpu_relax();
+      continue;
+    }
     /* relaxed: tuning knobs, see their definitions. */
     if (atomic_load_explicit(&g_recheck_on, memory_order_relaxed)) {
       uint64_t period =
           (uint64_t)atomic_load_explicit(&g_recheck_us, memory_order_relaxed) * 1000ull;
       if (sleep_ns > period) sleep_ns = period;
     }
+    atomic_fetch_add_explicit(&g_wait_sleeps, 1, memory_order_relaxed);
     long r = sim_futex_wait(&s->seq, seq, sleep_ns);
     if (r == 0) {
       uint32_t delay = atomic_load_explicit(&g_wake_delay_us, memory_order_relaxed);

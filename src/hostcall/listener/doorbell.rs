@@ -93,6 +93,19 @@ impl SignalApi {
     }
 }
 
+/// ROCr's blocked wait polls the signal for its first 200 µs, then sleeps on
+/// its event for the time left rounded down to whole milliseconds, and polls
+/// whatever is left below a millisecond. A timeout of whole milliseconds
+/// would therefore end in up to 800 µs of polling; whole milliseconds plus
+/// 250 µs leave at most 50 µs (less the wake-up's own latency).
+const ROCR_WAIT_SLACK: Duration = Duration::from_micros(250);
+
+/// The timeout to pass for a wait of about `timeout` (at least 1 ms).
+fn rocr_wait_timeout(timeout: Duration) -> Duration {
+    let whole_ms = timeout.as_millis().clamp(1, u128::from(u32::MAX)) as u64;
+    Duration::from_millis(whole_ms) + ROCR_WAIT_SLACK
+}
+
 /// One live doorbell signal. Destroyed only through `destroy`, which the
 /// owner calls when HSA may still be called (never at exit).
 pub struct Doorbell {
@@ -141,7 +154,7 @@ impl Doorbell {
                 self.signal,
                 HSA_SIGNAL_CONDITION_NE,
                 observed,
-                self.api.timeout_ticks(timeout),
+                self.api.timeout_ticks(rocr_wait_timeout(timeout)),
                 HSA_WAIT_STATE_BLOCKED,
             )
         }
@@ -154,6 +167,24 @@ impl Doorbell {
         let status = unsafe { (self.api.destroy)(self.signal) };
         if status != HSA_STATUS_SUCCESS {
             crate::log!(Level::Warning, "hostcall: hsa_signal_destroy failed ({:#x})", status);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_timeouts_are_whole_milliseconds_plus_the_initial_poll_and_a_little() {
+        assert_eq!(rocr_wait_timeout(Duration::from_millis(100)), Duration::from_micros(100_250));
+        assert_eq!(rocr_wait_timeout(Duration::from_micros(1_999)), Duration::from_micros(1_250));
+        assert_eq!(rocr_wait_timeout(Duration::ZERO), Duration::from_micros(1_250));
+        // What is left after ROCr's 200 µs poll rounds down to the whole
+        // milliseconds asked for, so it sleeps all of them.
+        for ms in [1u64, 100, 400, 1000] {
+            let left_after_poll = rocr_wait_timeout(Duration::from_millis(ms)) - Duration::from_micros(200);
+            assert_eq!(left_after_poll.as_millis() as u64, ms);
         }
     }
 }
