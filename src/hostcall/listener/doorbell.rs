@@ -93,11 +93,16 @@ impl SignalApi {
     }
 }
 
-/// ROCr's blocked wait polls the signal for its first 200 µs, then sleeps on
-/// its event for the time left rounded down to whole milliseconds, and polls
-/// whatever is left below a millisecond. A timeout of whole milliseconds
-/// would therefore end in up to 800 µs of polling; whole milliseconds plus
-/// 250 µs leave at most 50 µs (less the wake-up's own latency).
+/// How long ROCr's blocked wait polls the signal before it sleeps
+/// (`InterruptSignal::WaitRelaxed`): every blocked wait not answered at once
+/// costs this much CPU.
+pub const RUNTIME_WAIT_POLL: Duration = Duration::from_micros(200);
+
+/// After its first poll, ROCr's wait sleeps on the signal's event for the
+/// time left rounded down to whole milliseconds, and polls whatever is left
+/// below a millisecond. A timeout of whole milliseconds would therefore end
+/// in up to 800 µs of polling; whole milliseconds plus the first poll and
+/// 50 µs leave at most 50 µs (less the wake-up's own latency).
 const ROCR_WAIT_SLACK: Duration = Duration::from_micros(250);
 
 /// The timeout to pass for a wait of about `timeout` (at least 1 ms).
