@@ -32,6 +32,7 @@
 #include "amdgpu_dropin_hostcall_constants.h"
 #include "device_sim.h"
 #include "hc_test.h"
+#include "hsa_sim.h"
 #include "rochostcall.hpp"
 
 #define PACKETS 8u
@@ -268,6 +269,28 @@ static void test_slow_buffer_moves_to_helper_and_back(void) {
            "(last: %d)", (unsigned)AMDGPU_DROPIN_HOSTCALL_SLOW_STREAK, rounds, visits[rounds - 1]);
 }
 
+/* Only the main listener waits on the HSA doorbell; the helper sleeps on its
+ * own bell. Two waiters would cost twice ROCr's 200 us poll per wait, and on
+ * a driver without event ages ROCr makes a second concurrent waiter on one
+ * signal spin. Sampled while both threads idle: never two in an HSA wait. */
+static void test_only_the_main_listener_waits_on_hsa(void) {
+  HC_REQUIRE(hc_listener_threads() == 2, "main listener and helper running (%d listener threads)",
+             hc_listener_threads());
+  uint32_t most = 0;
+  uint64_t end = hc_now_ms() + 300;
+  while (hc_now_ms() < end) {
+    uint32_t waits = hsa_sim_blocked_waits();
+    if (waits > most) most = waits;
+    hc_sleep_ms(1);
+  }
+  HC_CHECK(most <= 1, "%u threads were inside an HSA wait at once", most);
+  /* The helper still gets its work: a slow call on A is served. */
+  uint64_t arg = 500;
+  blocked_call_t held;
+  HC_CHECK(move_a_to_helper(&held, &arg) >= 0, "A moved to the (sleeping) helper and served there");
+  if (atomic_load_explicit(&g_entered_by, memory_order_acquire) != 0) release_blocked(&held);
+}
+
 typedef struct disabler {
   pthread_t thread;
   void* buffer;
@@ -316,6 +339,7 @@ int main(void) {
     return 1;
   }
   HC_RUN(test_slow_buffer_moves_to_helper_and_back);
+  HC_RUN(test_only_the_main_listener_waits_on_hsa);
   HC_RUN(test_disable_while_on_helper_waits_for_the_service);
   disableHostcalls(g_a, g_a);
   disableHostcalls(g_b, g_b);

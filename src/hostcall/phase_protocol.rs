@@ -198,6 +198,18 @@ where
     buffer.host_phase(index).store(device, Ordering::Release);
 }
 
+/// Whether any packet's phases differ (a request not yet served): the main
+/// listener's look at a buffer the helper serves.
+#[cfg(not(loom))]
+pub fn has_pending(buffer: &PhaseBuffer) -> bool {
+    (0..buffer.packets())
+        .filter_map(|i| buffer.index(i))
+        // Relaxed: a peek; the helper's visit reads the phases again with acquire.
+        .any(|i| {
+            buffer.device_phase(i).load(Ordering::Relaxed) != buffer.host_phase(i).load(Ordering::Relaxed)
+        })
+}
+
 /// Packets whose phases differ (requests not yet served), for a diagnostic
 /// when a buffer is disabled.
 #[cfg(not(loom))]

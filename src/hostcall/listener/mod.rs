@@ -2,6 +2,7 @@
 //! the ready stacks of every registered buffer.
 //!
 //! * `doorbell`    — the HSA signal and its blocked wait (all HSA calls).
+//! * `helper_bell` — where the helper thread sleeps (it never waits on HSA).
 //! * `classifier`  — which thread serves which buffer (pure, clock injected).
 //! * `poll_window` — when a thread polls and when it blocks (pure, clock injected).
 //! * `serve_loop`  — the threads: polling, waiting, visiting buffers.
@@ -53,9 +54,11 @@
 //! Services run inline on the listener thread (no hand-off cost on the fast
 //! path). Each visit of a buffer is timed; a buffer whose visits keep taking
 //! long (a host function or printf that blocks) is handed to a helper thread
-//! (`amdgpu-hc-slow`, started on first need, same polling and waiting
-//! strategy) and comes back once it has been fast for a while. The rules are
-//! in `classifier`.
+//! (`amdgpu-hc-slow`, started on first need, same polling strategy) and
+//! comes back once it has been fast for a while. The rules are in
+//! `classifier`. Only the main listener waits on the HSA doorbell; the helper
+//! sleeps on its own bell, which the main listener rings when it sees work on
+//! a buffer the helper serves (`helper_bell`).
 //!
 //! # Stopping
 //!
@@ -65,6 +68,7 @@
 
 mod classifier;
 mod doorbell;
+mod helper_bell;
 mod poll_window;
 mod serve_loop;
 
@@ -205,6 +209,8 @@ pub struct Listener {
     doorbell: Doorbell,
     /// The helper thread's current visit (preemption fallback).
     helper_watch: HelperWatch,
+    /// Where the helper sleeps; the main listener rings it.
+    helper_bell: helper_bell::HelperBell,
     epoch: u64,
     stop: AtomicBool,
     /// Bumped (release) after `published` changes.
@@ -219,6 +225,7 @@ impl Listener {
         Listener {
             doorbell,
             helper_watch: HelperWatch::new(),
+            helper_bell: helper_bell::HelperBell::new(),
             // Relaxed: only this thread's own view of the epoch matters.
             epoch: FORK_EPOCH.load(Ordering::Relaxed),
             stop: AtomicBool::new(false),
@@ -264,6 +271,15 @@ impl Listener {
         // Release: see should_stop.
         self.stop.store(true, Ordering::Release);
         self.ring();
+        self.wake_helper();
+    }
+
+    /// Wakes the helper thread (if it sleeps). Not in a forked child: the
+    /// bell's lock may have been held by a thread of the parent at the fork.
+    pub(super) fn wake_helper(&self) {
+        if self.in_current_epoch() {
+            self.helper_bell.ring();
+        }
     }
 
     /// At process exit (`EXITING` already set), before the HSA runtime's
@@ -272,7 +288,12 @@ impl Listener {
     /// when the runtime still answers (the application may have shut it
     /// down); otherwise the threads leave at their timeout as before.
     pub fn wake_for_exit(&self) -> bool {
-        if !self.in_current_epoch() || !self.doorbell.runtime_initialized() {
+        if !self.in_current_epoch() {
+            return false;
+        }
+        // The helper sleeps on its own bell: waking it needs no HSA call.
+        self.wake_helper();
+        if !self.doorbell.runtime_initialized() {
             return false;
         }
         self.doorbell.ring();

@@ -9,7 +9,7 @@ use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFT
 use super::poll_window::{DoorbellQuiet, IdleTimeout, PollWindow};
 use super::{Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, SERVING};
 use crate::hostcall::buffer::DeviceBuffer;
-use crate::hostcall::phase_protocol::{serve_phases, PendingPhasePacket};
+use crate::hostcall::phase_protocol::{has_pending, serve_phases, PendingPhasePacket};
 use crate::hostcall::protocol::{drain_ready_packets, DrainStats, Gate};
 use crate::log::{panic_message, Level};
 
@@ -111,6 +111,11 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
             *helper_stuck.get_or_insert_with(|| listener.helper_watch.stuck(clock.now()))
         });
         if !mine {
+            // A buffer on the helper, which sleeps on its own bell: ring it
+            // when the buffer has work (the doorbell only wakes this thread).
+            if role == Role::Main && !listener.helper_bell.is_rung() && has_work_for_helper(entry) {
+                listener.helper_bell.ring();
+            }
             continue;
         }
         let Some(Visit { served, start }) = serve_entry(listener, entry, role, &clock) else {
@@ -143,6 +148,22 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
         }
     }
     result
+}
+
+/// The main listener's look at a buffer on the helper: does it hold work?
+/// Inside the gate (the buffer may be being freed otherwise); false when the
+/// gate is closed or the helper is inside (then it is awake anyway).
+fn has_work_for_helper(entry: &Entry) -> bool {
+    if !entry.gate.enter() {
+        return false;
+    }
+    let work = match &entry.buffer {
+        // Relaxed: a peek, as in `serve_entry`.
+        EntryBuffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
+        EntryBuffer::PhaseBit { buffer, .. } => has_pending(buffer),
+    };
+    entry.gate.leave();
+    work
 }
 
 /// A visit of one buffer that found work.
@@ -304,7 +325,8 @@ fn run(listener: &Arc<Listener>, role: Role) {
     let mut may_hand_off = role == Role::Main;
     run_loop(listener, role, &mut may_hand_off, &mut helper);
     if let Some(handle) = helper {
-        // The helper sees the same stop conditions and the same stop ring.
+        // It sees the same stop conditions; the bell makes it look now.
+        listener.wake_helper();
         if handle.join().is_err() {
             crate::log!(Level::Error, "hostcall: the helper thread ended with a panic");
         }
@@ -390,10 +412,16 @@ fn run_loop(
                 continue;
             }
         }
-        // About to block: read the doorbell first, then look once more, so a
-        // ring after this load makes the wait return at once and a ring before
-        // it is covered by this scan.
-        let observed = listener.doorbell_load();
+        // About to block: read the doorbell first (the helper: clear its
+        // bell), then look once more, so a ring after this makes the wait
+        // return at once and a ring before it is covered by this scan.
+        let observed = match role {
+            Role::Main => Some(listener.doorbell_load()),
+            Role::Helper => {
+                listener.helper_bell.clear();
+                None
+            }
+        };
         let found = serve_once(&snapshot, &mut window, &mut step, woke);
         if woke {
             idle.after_wait(!rang && found.is_none());
@@ -405,6 +433,12 @@ fn run_loop(
         if listener.should_stop() {
             return;
         }
+        let Some(observed) = observed else {
+            // The helper never waits on the HSA doorbell (see helper_bell).
+            rang = listener.helper_bell.wait(idle.timeout());
+            woke = true;
+            continue;
+        };
         if has_phase_bit && !quiet.settled(observed, clock.now()) {
             // A phase-bit wave may post without ringing shortly after another
             // wave's ring (the device throttles its rings): keep polling until
