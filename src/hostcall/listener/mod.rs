@@ -17,16 +17,17 @@
 //! right after the previous answer. So after work the listener keeps polling
 //! the ready stacks (spinning briefly, then yielding, like crossbeam's
 //! `Backoff::snooze`) for as long as `poll_window::PollWindow` says: only while
-//! recent requests came closer together than about two wake-ups, for at most
-//! 100 µs. Then it blocks on the doorbell (`wait != last value`,
+//! recent requests came closer together than ROCr's blocked wait polls by
+//! itself (its first 200 µs) plus about two wake-ups, for at most 100 µs.
+//! Then it blocks on the doorbell (`wait != last value`,
 //! `tunables::WAIT_TIMEOUT_MS`, 100 ms). Idle, the listener sits in
 //! that blocked wait and wakes at its timeout to rescan; each timeout with
 //! nothing found makes the next wait 4 times longer, up to 1 s
 //! (`poll_window::IdleTimeout`): an idle listener costs one wake-up and one
-//! look per buffer per second. (On the benchmark's virtual machine a wake-up
-//! after a long sleep costs 0.2–1 ms of CPU whatever the thread does; the
-//! benchmark measured 1.8 ms per 2 s with 8 buffers, against 5.5–7.9 ms with
-//! a fixed 100 ms timeout.)
+//! look per buffer per second. (Each wait also costs ROCr's 200 µs poll, and
+//! on the benchmark's virtual machine a wake-up after a long sleep costs
+//! 0.2–1 ms of CPU whatever the thread does; the benchmark measured 0.85 ms
+//! per 2 s with 8 buffers.)
 //!
 //! Phase-bit buffers add one rule: their waves ring at most once per ~10 µs
 //! per device, so a request may come without a ring shortly after another
