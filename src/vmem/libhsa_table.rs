@@ -553,9 +553,11 @@ impl VmemApi for Hsa {
 mod tests {
     use super::*;
 
-    // Distinct local functions standing in for table entries.
+    // Distinct local functions standing in for table entries. Each body
+    // differs (its own name), so an optimized build cannot fold them into
+    // one address.
     macro_rules! fake_fns {
-        ($($name:ident),*) => { $(extern "C" fn $name() {})* };
+        ($($name:ident),*) => { $(extern "C" fn $name() { std::hint::black_box(stringify!($name)); })* };
     }
     fake_fns!(f0, f1, f2, f3, f4, f5, f6, f7, f8, other_a, other_b);
     const FAKES: [RawFn; 9] = [f0, f1, f2, f3, f4, f5, f6, f7, f8];
