@@ -332,6 +332,8 @@ static void test_disable_while_on_helper_waits_for_the_service(void) {
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   hc_hsa_init();
+  /* The stricter driver: a second concurrent waiter on a signal would spin. */
+  hsa_sim_set_event_age(false);
   g_a = hc_alloc_buffer(PACKETS);
   g_b = hc_alloc_buffer(PACKETS);
   if (!enableHostcalls(g_a, PACKETS, g_a) || !enableHostcalls(g_b, PACKETS, g_b)) {

@@ -147,6 +147,11 @@ HSA_API void hsa_sim_set_wait_wake_delay_us(uint32_t us);
  * memory write (as a GPU does) is noticed. Default on, 1000 us. Off: a
  * blocked wait sleeps until a signal operation wakes it or the timeout ends. */
 HSA_API void hsa_sim_set_periodic_recheck(bool on, uint32_t period_us);
+
+/* Whether the simulated kernel driver reports event ages (default: yes, as
+ * current ones). Without them, as in ROCr, a wait that starts while another
+ * wait on the same signal is in progress spins (is made ACTIVE). */
+HSA_API void hsa_sim_set_event_age(bool supported);
 /* The signal's value as raw memory (what a GPU writes), or NULL for an
  * invalid handle. Writes through it wake no waiter. */
 HSA_API int64_t* hsa_sim_signal_value_ptr(hsa_signal_t signal);

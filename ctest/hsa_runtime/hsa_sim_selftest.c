@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1054,6 +1055,32 @@ static uint64_t median_wake_latency(hsa_signal_t sig, int rounds) {
   return lat[rounds / 2];
 }
 
+static void* long_blocked_wait(void* arg) {
+  hsa_signal_t sig = *(hsa_signal_t*)arg;
+  (void)hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 300000000ull, HSA_WAIT_STATE_BLOCKED);
+  return NULL;
+}
+
+/* A 100 ms blocked wait made while another thread sleeps in a wait on the
+ * same signal. Returns the sleeps the second wait began (the first is in one
+ * long sleep meanwhile: re-checks are off) and its share of CPU time. */
+static uint64_t second_waiter_sleeps(hsa_signal_t sig, double* cpu_share) {
+  hsa_signal_store_relaxed(sig, 0);
+  uint64_t before = hsa_sim_wait_sleeps();
+  pthread_t first;
+  if (pthread_create(&first, NULL, long_blocked_wait, &sig) != 0) return UINT64_MAX;
+  uint64_t deadline = now_ns() + 10000000000ull; /* hang detector */
+  while (hsa_sim_wait_sleeps() == before && now_ns() < deadline) sched_yield();
+  uint64_t sleeps = hsa_sim_wait_sleeps();
+  uint64_t c0 = thread_cpu_ns(), t0 = now_ns();
+  CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 100000000ull,
+                                HSA_WAIT_STATE_BLOCKED) == 0);
+  *cpu_share = (double)(thread_cpu_ns() - c0) / (double)(now_ns() - t0);
+  sleeps = hsa_sim_wait_sleeps() - sleeps;
+  pthread_join(first, NULL);
+  return sleeps;
+}
+
 static void test_waits(void) {
   CHECK_STATUS(hsa_init(), HSA_STATUS_SUCCESS);
   hsa_signal_t sig;
@@ -1147,6 +1174,22 @@ static void test_waits(void) {
     CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 20000000ull,
                                   HSA_WAIT_STATE_BLOCKED) == 0);
     CHECK(hsa_sim_wait_sleeps() > sleeps);
+  }
+  /* A second concurrent waiter on one signal sleeps when the driver reports
+   * event ages and spins when it does not, as in ROCr: checked by the sleeps
+   * it begins (its CPU share, printed, depends on the machine's load). */
+  {
+    double cpu_with, cpu_without;
+    uint64_t with_ages = second_waiter_sleeps(sig, &cpu_with);
+    hsa_sim_set_event_age(false);
+    uint64_t without_ages = second_waiter_sleeps(sig, &cpu_without);
+    hsa_sim_set_event_age(true);
+    printf("second concurrent waiter: %llu sleep(s), CPU %.0f%% of its wait with event ages; "
+           "%llu sleep(s), CPU %.0f%% without\n",
+           (unsigned long long)with_ages, 100.0 * cpu_with, (unsigned long long)without_ages,
+           100.0 * cpu_without);
+    CHECK(with_ages >= 1 && with_ages != UINT64_MAX);
+    CHECK(without_ages == 0);
   }
   /* An idle blocked wait with re-check off costs (almost) no CPU. */
   {

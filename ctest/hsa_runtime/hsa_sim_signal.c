@@ -44,6 +44,7 @@ typedef struct {
   _Alignas(64) _Atomic int64_t value;
   _Atomic uint32_t seq;     /* futex word, bumped on every notifying change */
   _Atomic uint32_t waiters; /* BLOCKED waiters currently registered */
+  _Atomic uint32_t waiting; /* waits in progress, either state (ROCr's waiting_) */
   _Atomic uint32_t gen;     /* odd while live */
   uint32_t next_free;       /* free list link (index + 1), under the lock */
 } sim_signal_t;
@@ -77,6 +78,13 @@ HSA_API uint32_t hsa_sim_blocked_waits(void) {
 }
 static _Atomic bool g_recheck_on = true;
 static _Atomic uint32_t g_recheck_us = 1000;
+
+/* Whether the kernel driver reports event ages (hsa_sim_set_event_age). */
+static _Atomic bool g_event_age = true;
+
+HSA_API void hsa_sim_set_event_age(bool supported) {
+  atomic_store_explicit(&g_event_age, supported, memory_order_relaxed);
+}
 
 HSA_API void hsa_sim_set_wait_wake_delay_us(uint32_t us) {
   atomic_store_explicit(&g_wake_delay_us, us, memory_order_relaxed);
@@ -447,6 +455,12 @@ static bool sim_condition_met(hsa_signal_condition_t condition,
 
 static uint64_t sim_whole_ms_ns(uint64_t ns) { return ns / 1000000ull * 1000000ull; }
 
+static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
+                                      hsa_signal_condition_t condition,
+                                      hsa_signal_value_t compare,
+                                      uint64_t timeout_ns, hsa_wait_state_t state,
+                                      memory_order mo);
+
 static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
                                    hsa_signal_condition_t condition,
                                    hsa_signal_value_t compare,
@@ -456,6 +470,23 @@ static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
   sim_signal_t* s = sim_signal_get(signal);
   if (s == NULL) return 0;
   uint32_t gen = (uint32_t)(signal.handle >> 32);
+  /* ROCr: when the kernel driver does not report event ages, a wait that
+   * starts while another wait on the same signal is in progress is made an
+   * active (spinning) wait. Relaxed: a count; slots are never freed. */
+  uint32_t prior = atomic_fetch_add_explicit(&s->waiting, 1, memory_order_relaxed);
+  if (prior != 0 && !atomic_load_explicit(&g_event_age, memory_order_relaxed)) {
+    state = HSA_WAIT_STATE_ACTIVE;
+  }
+  hsa_signal_value_t v = sim_wait_on(s, gen, condition, compare, timeout_ns, state, mo);
+  atomic_fetch_sub_explicit(&s->waiting, 1, memory_order_relaxed);
+  return v;
+}
+
+static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
+                                      hsa_signal_condition_t condition,
+                                      hsa_signal_value_t compare,
+                                      uint64_t timeout_ns, hsa_wait_state_t state,
+                                      memory_order mo) {
   hsa_signal_value_t v = atomic_load_explicit(&s->value, mo);
   if (sim_condition_met(condition, v, compare) || timeout_ns == 0) return v;
   uint64_t start = sim_now_ns();
