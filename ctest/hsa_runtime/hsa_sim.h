@@ -143,9 +143,10 @@ HSA_API const hsa_sim_trace_entry_t* hsa_sim_trace_get(size_t i);
  * microseconds: the part longer than this machine's fixed nanosleep cost is
  * slept, the rest waited out with sched_yield. */
 HSA_API void hsa_sim_set_wait_wake_delay_us(uint32_t us);
-/* BLOCKED waits also re-check the value every period_us so that a plain
- * memory write (as a GPU does) is noticed. Default on, 1000 us. Off: a
- * blocked wait sleeps until a signal operation wakes it or the timeout ends. */
+/* On: BLOCKED waits also re-check the value every period_us, so that a plain
+ * memory write through hsa_sim_signal_value_ptr is noticed while they sleep.
+ * Default off, as ROCr: a blocked wait sleeps until a signal operation wakes
+ * it or its timeout ends (it notices a plain write only while it polls). */
 HSA_API void hsa_sim_set_periodic_recheck(bool on, uint32_t period_us);
 
 /* Whether the simulated kernel driver reports event ages (default: yes, as

@@ -12,10 +12,10 @@
  * futex word `seq` and, when a blocked waiter is registered, wakes it with
  * FUTEX_WAKE. Silent stores change the value without waking anybody (as in
  * ROCr). A BLOCKED wait polls like ROCr's (its first 200 us and any last
- * partial millisecond, see sim_wait), otherwise sleeps on `seq`; it also
- * re-checks the value every
- * period (hsa_sim_set_periodic_recheck) so that a plain memory write through
- * hsa_sim_signal_value_ptr, as a GPU does it, is noticed. When a futex wake
+ * partial millisecond, see sim_wait), otherwise sleeps on `seq`; only when
+ * asked (hsa_sim_set_periodic_recheck, off by default as in ROCr) does a
+ * sleeping wait re-check the value every period, so that a plain memory
+ * write through hsa_sim_signal_value_ptr is noticed. When a futex wake
  * ends its sleep, the waiter first sleeps the configured wake delay
  * (hsa_sim_set_wait_wake_delay_us), modelling interrupt latency. An ACTIVE
  * wait spins (with a pause instruction, yielding the CPU now and then).
@@ -76,7 +76,7 @@ HSA_API uint64_t hsa_sim_wait_sleeps(void) {
 HSA_API uint32_t hsa_sim_blocked_waits(void) {
   return atomic_load_explicit(&g_blocked_waits, memory_order_acquire);
 }
-static _Atomic bool g_recheck_on = true;
+static _Atomic bool g_recheck_on = false;
 static _Atomic uint32_t g_recheck_us = 1000;
 
 /* Whether the kernel driver reports event ages (hsa_sim_set_event_age). */
