@@ -43,6 +43,11 @@ mod phase_protocol;
 pub mod phase_protocol;
 
 #[cfg(not(loom))]
+mod helper_bell;
+#[cfg(loom)]
+pub mod helper_bell;
+
+#[cfg(not(loom))]
 mod listener;
 #[cfg(not(loom))]
 pub mod printf;

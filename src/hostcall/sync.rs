@@ -2,8 +2,8 @@
 //! against, swappable for loom's model-checked versions (`--cfg loom`), in the
 //! manner of crossbeam's `primitive` module.
 //!
-//! Only `protocol.rs`, `phase_protocol.rs` and the loom halves of `buffer.rs`
-//! and `buffer/phase.rs` import from here, so the code loom explores is exactly
+//! Only `protocol.rs`, `phase_protocol.rs`, `helper_bell.rs` and the loom
+//! halves of `buffer.rs` and `buffer/phase.rs` import from here, so the code loom explores is exactly
 //! the code the listener runs: the detach / walk / serve / release steps of the
 //! ready stack, the phase-bit scan / serve / hand-back, and the registration
 //! gate between `disableHostcalls` and the listener. The listener loop, the registry and the
@@ -15,6 +15,13 @@ pub(crate) use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ord
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// The helper thread's bell (`helper_bell.rs`) sleeps on these.
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Condvar, Mutex};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{Condvar, Mutex};
 
 /// Payload words of the modelled device memory: a loom `UnsafeCell`, so loom
 /// reports any payload access not ordered by the READY handshake as a data

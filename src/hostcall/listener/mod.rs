@@ -2,7 +2,6 @@
 //! the ready stacks of every registered buffer.
 //!
 //! * `doorbell`    — the HSA signal and its blocked wait (all HSA calls).
-//! * `helper_bell` — where the helper thread sleeps (it never waits on HSA).
 //! * `classifier`  — which thread serves which buffer (pure, clock injected).
 //! * `poll_window` — when a thread polls and when it blocks (pure, clock injected).
 //! * `serve_loop`  — the threads: polling, waiting, visiting buffers.
@@ -59,7 +58,7 @@
 //! comes back once it has been fast for a while. The rules are in
 //! `classifier`. Only the main listener waits on the HSA doorbell; the helper
 //! sleeps on its own bell, which the main listener rings when it sees work on
-//! a buffer the helper serves (`helper_bell`).
+//! a buffer the helper serves (`hostcall::helper_bell`).
 //!
 //! # Stopping
 //!
@@ -69,7 +68,6 @@
 
 mod classifier;
 mod doorbell;
-mod helper_bell;
 mod poll_window;
 mod serve_loop;
 
@@ -82,6 +80,7 @@ pub use doorbell::{Doorbell, SignalApi};
 pub use serve_loop::spawn;
 
 use super::buffer::phase::PhaseBuffer;
+use super::helper_bell;
 use super::buffer::DeviceBuffer;
 use super::phase_protocol::ScanLimit;
 use super::protocol::Gate;

@@ -113,7 +113,7 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
         if !mine {
             // A buffer on the helper, which sleeps on its own bell: ring it
             // when the buffer has work (the doorbell only wakes this thread).
-            if role == Role::Main && !listener.helper_bell.is_rung() && has_work_for_helper(entry) {
+            if role == Role::Main && has_work_for_helper(entry) {
                 listener.helper_bell.ring();
             }
             continue;
@@ -434,7 +434,7 @@ fn run_loop(
             return;
         }
         let Some(observed) = observed else {
-            // The helper never waits on the HSA doorbell (see helper_bell).
+            // The helper never waits on the HSA doorbell (see hostcall::helper_bell).
             rang = listener.helper_bell.wait(idle.timeout());
             woke = true;
             continue;
