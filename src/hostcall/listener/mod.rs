@@ -80,8 +80,8 @@ pub use doorbell::{Doorbell, SignalApi};
 pub use serve_loop::spawn;
 
 use super::buffer::phase::PhaseBuffer;
-use super::helper_bell;
 use super::buffer::DeviceBuffer;
+use super::helper_bell;
 use super::phase_protocol::ScanLimit;
 use super::protocol::Gate;
 use super::service::Services;
