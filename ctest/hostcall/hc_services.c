@@ -342,9 +342,12 @@ static void fill_churn(void* user, uint32_t wave, uint32_t call, uint64_t* rng, 
 
 /* Every active lane is answered by a handler (input + 1) or, while none is
  * registered, with the error value; never anything else. */
+static atomic_ullong g_churn_wave_calls; /* answered wave calls so far */
+
 static int check_churn(void* user, uint32_t wave, uint32_t call, uint32_t service, uint64_t activemask,
                        const uint64_t in[64][8], const uint64_t out[64][8]) {
   (void)user, (void)wave, (void)call, (void)service;
+  atomic_fetch_add(&g_churn_wave_calls, 1);
   for (uint32_t lane = 0; lane < 64; ++lane) {
     if (!(activemask & (1ull << lane))) continue;
     if (out[lane][0] != in[lane][0] + 1 && out[lane][0] != ERROR_VALUE) return 1;
@@ -361,6 +364,12 @@ static void test_register_unregister_under_traffic(void) {
   config.check = check_churn;
   device_sim_waves_t* waves = device_sim_waves_start(&config);
   HC_REQUIRE(waves != NULL, "start waves");
+  /* Traffic first (wave threads start slowly under sanitizers): the rounds
+   * below should meet calls. The wait is a hang detector. */
+  uint64_t deadline = hc_now_ms() + 20000;
+  while (atomic_load(&g_churn_wave_calls) < 20 && hc_now_ms() < deadline) hc_sleep_ms(1);
+  HC_CHECK(atomic_load(&g_churn_wave_calls) >= 20, "the waves made %llu calls in 20 s",
+           (unsigned long long)atomic_load(&g_churn_wave_calls));
   int served_rounds = 0;
   for (int i = 0; i < CHURN_ROUNDS; ++i) {
     churn_round_t* round = calloc(1, sizeof(*round));
@@ -369,7 +378,11 @@ static void test_register_unregister_under_traffic(void) {
         (i & 1) ? amdgpu_dropin_hostcall_register_packet_handler(SERVICE_CHURN, scope, churn_packet, round)
                 : amdgpu_dropin_hostcall_register_lane_handler(SERVICE_CHURN, scope, churn_lane, round);
     HC_CHECK(rc == AMDGPU_DROPIN_HOSTCALL_OK, "round %d: register: %d", i, rc);
-    for (int spin = 0; spin < 20 && atomic_load(&round->calls) == 0; ++spin) sched_yield();
+    /* Until a call reaches the handler, or 2 ms (the round then sees none). */
+    uint64_t round_end = hc_now_ms() + 2;
+    for (int spin = 0; atomic_load(&round->calls) == 0 && (spin < 20 || hc_now_ms() < round_end); ++spin) {
+      sched_yield();
+    }
     rc = amdgpu_dropin_hostcall_unregister_handler(SERVICE_CHURN, scope);
     HC_CHECK(rc == AMDGPU_DROPIN_HOSTCALL_OK, "round %d: unregister: %d", i, rc);
     if (atomic_load(&round->inside) != 0) atomic_fetch_add(&g_churn_violations, 1);
