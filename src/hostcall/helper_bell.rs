@@ -11,8 +11,9 @@
 //! futex wake-up.
 //!
 //! The main listener sees every ring of the doorbell and looks at the
-//! helper's buffers in its scans (`serve_loop::scan`). The helper's wait has
-//! its timeout all the same, as the doorbell wait has (a lost ring).
+//! helper's buffers in its scans (`serve_loop::scan`). While a buffer is on
+//! the helper, its wait has the doorbell wait's timeout all the same (a lost
+//! ring); with none, it sleeps until rung.
 //!
 //! Model-checked with loom (`tests/loom_helper_bell.rs`): a ring after the
 //! main listener saw work is never lost by a helper about to sleep.

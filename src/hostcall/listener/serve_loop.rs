@@ -274,6 +274,9 @@ fn serve_classic(entry: &Entry, buffer: &DeviceBuffer, stats: DrainStats) -> u32
 const GATHER_SPINS: u32 = 64;
 const GATHER_AFTER: u32 = 4;
 
+/// The helper's wait while no buffer is on it: it is rung when one is.
+const HELPER_UNUSED_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 fn gather() {
     for _ in 0..GATHER_SPINS {
         core::hint::spin_loop();
@@ -434,8 +437,15 @@ fn run_loop(
             return;
         }
         let Some(observed) = observed else {
-            // The helper never waits on the HSA doorbell (see hostcall::helper_bell).
-            rang = listener.helper_bell.wait(idle.timeout());
+            // The helper never waits on the HSA doorbell (see
+            // hostcall::helper_bell). With no buffer on it, nothing can be
+            // missed: it sleeps until rung (a hand-off, work, a stop).
+            let timeout = if snapshot.iter().any(|entry| entry.class.on_helper()) {
+                idle.timeout()
+            } else {
+                HELPER_UNUSED_WAIT
+            };
+            rang = listener.helper_bell.wait(timeout);
             woke = true;
             continue;
         };
