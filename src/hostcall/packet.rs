@@ -152,13 +152,15 @@ impl<L: DeviceLanes> Packet for L {
         serve(&mut packet);
         // Only the lanes the wave sent, whatever the service did to the copy's
         // header, and only their answer words: the wave reads nothing else.
-        let mut mask = self.activemask();
-        while mask != 0 {
-            let lane = mask.trailing_zeros();
-            mask &= mask - 1;
-            let slot = &packet.slots[lane as usize];
-            self.write_answer(lane, &[slot[0], slot[1]]);
-        }
+        // (Their lines were asked for writing when they were read.)
+        for_each_lane(
+            self.activemask(),
+            |_| {},
+            |lane| {
+                let slot = &packet.slots[lane as usize];
+                self.write_answer(lane, &[slot[0], slot[1]]);
+            },
+        );
     }
 }
 

@@ -198,29 +198,23 @@ where
     buffer.host_phase(index).store(device, Ordering::Release);
 }
 
-/// Whether any packet's phases differ (a request not yet served): the main
-/// listener's look at a buffer the helper serves.
+/// Whether packet `index` holds a request not yet served (its phases
+/// differ). Relaxed: a peek; serving loads the device phase again with acquire.
 #[cfg(not(loom))]
-pub fn has_pending(buffer: &PhaseBuffer) -> bool {
-    (0..buffer.packets())
-        .filter_map(|i| buffer.index(i))
-        // Relaxed: a peek; the helper's visit reads the phases again with acquire.
-        .any(|i| {
-            buffer.device_phase(i).load(Ordering::Relaxed) != buffer.host_phase(i).load(Ordering::Relaxed)
-        })
+fn phases_differ(buffer: &PhaseBuffer, index: PhaseIndex) -> bool {
+    buffer.device_phase(index).load(Ordering::Relaxed) != buffer.host_phase(index).load(Ordering::Relaxed)
 }
 
-/// Packets whose phases differ (requests not yet served), for a diagnostic
-/// when a buffer is disabled.
+/// Whether any packet holds a request not yet served.
 #[cfg(not(loom))]
-pub fn pending(buffer: &PhaseBuffer) -> u32 {
-    (0..buffer.packets())
-        .filter_map(|i| buffer.index(i))
-        // Relaxed: diagnostic peeks.
-        .filter(|&i| {
-            buffer.device_phase(i).load(Ordering::Relaxed) != buffer.host_phase(i).load(Ordering::Relaxed)
-        })
-        .count() as u32
+pub fn has_pending(buffer: &PhaseBuffer) -> bool {
+    (0..buffer.packets()).filter_map(|i| buffer.index(i)).any(|i| phases_differ(buffer, i))
+}
+
+/// Packets holding a request not yet served.
+#[cfg(all(test, not(loom)))]
+fn pending(buffer: &PhaseBuffer) -> u32 {
+    (0..buffer.packets()).filter_map(|i| buffer.index(i)).filter(|&i| phases_differ(buffer, i)).count() as u32
 }
 
 /// The device side of the phase-bit protocol, for the unit tests and the loom

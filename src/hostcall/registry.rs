@@ -356,12 +356,7 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         wait_until_idle(&entry.gate, key);
     }
     // The buffer is still valid until we return.
-    let waiting = match &entry.buffer {
-        // Relaxed: a diagnostic peek.
-        EntryBuffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
-        EntryBuffer::PhaseBit { buffer, .. } => super::phase_protocol::pending(buffer) > 0,
-    };
-    if waiting {
+    if entry.buffer.has_waiting_requests() {
         crate::log!(
             Level::Warning,
             "disableHostcalls({key:#x}): packets were still waiting to be served; they are \

@@ -103,7 +103,7 @@ pub const RUNTIME_WAIT_POLL: Duration = Duration::from_micros(200);
 /// below a millisecond. A timeout of whole milliseconds would therefore end
 /// in up to 800 µs of polling; whole milliseconds plus the first poll and
 /// 50 µs leave at most 50 µs (less the wake-up's own latency).
-const ROCR_WAIT_SLACK: Duration = Duration::from_micros(250);
+const ROCR_WAIT_SLACK: Duration = RUNTIME_WAIT_POLL.saturating_add(Duration::from_micros(50));
 
 /// The timeout to pass for a wait of about `timeout` (at least 1 ms).
 fn rocr_wait_timeout(timeout: Duration) -> Duration {
@@ -188,7 +188,7 @@ mod tests {
         // What is left after ROCr's 200 µs poll rounds down to the whole
         // milliseconds asked for, so it sleeps all of them.
         for ms in [1u64, 100, 400, 1000] {
-            let left_after_poll = rocr_wait_timeout(Duration::from_millis(ms)) - Duration::from_micros(200);
+            let left_after_poll = rocr_wait_timeout(Duration::from_millis(ms)) - RUNTIME_WAIT_POLL;
             assert_eq!(left_after_poll.as_millis() as u64, ms);
         }
     }

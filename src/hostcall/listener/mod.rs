@@ -154,6 +154,16 @@ impl EntryBuffer {
             EntryBuffer::PhaseBit { .. } => "phase-bit",
         }
     }
+
+    /// Whether requests are waiting to be served: relaxed peeks (serving
+    /// reads again with acquire). Only while the buffer is alive: from
+    /// inside its gate, or by disable before it returns.
+    pub fn has_waiting_requests(&self) -> bool {
+        match self {
+            EntryBuffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
+            EntryBuffer::PhaseBit { buffer, .. } => super::phase_protocol::has_pending(buffer),
+        }
+    }
 }
 
 /// A phase-bit buffer's `ScanLimit`, used only by the thread inside the

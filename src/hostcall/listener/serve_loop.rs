@@ -9,7 +9,7 @@ use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFT
 use super::poll_window::{DoorbellQuiet, IdleTimeout, PollWindow};
 use super::{Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, SERVING};
 use crate::hostcall::buffer::DeviceBuffer;
-use crate::hostcall::phase_protocol::{has_pending, serve_phases, PendingPhasePacket};
+use crate::hostcall::phase_protocol::{serve_phases, PendingPhasePacket};
 use crate::hostcall::protocol::{drain_ready_packets, DrainStats, Gate};
 use crate::log::{panic_message, Level};
 
@@ -157,11 +157,7 @@ fn has_work_for_helper(entry: &Entry) -> bool {
     if !entry.gate.enter() {
         return false;
     }
-    let work = match &entry.buffer {
-        // Relaxed: a peek, as in `serve_entry`.
-        EntryBuffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
-        EntryBuffer::PhaseBit { buffer, .. } => has_pending(buffer),
-    };
+    let work = entry.buffer.has_waiting_requests();
     entry.gate.leave();
     work
 }
