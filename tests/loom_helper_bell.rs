@@ -24,12 +24,12 @@ struct Shared {
     work: AtomicBool,
 }
 
-/// The helper's loop until it sees the work: clear, last look, sleep.
-fn helper(shared: &Shared) {
+/// The helper's loop until it sees `work`: clear, last look (with `order`),
+/// sleep.
+fn helper(shared: &Shared, order: Ordering) {
     loop {
         shared.bell.clear();
-        // Relaxed, as the listener's peek of a ready stack.
-        if shared.work.load(Ordering::Relaxed) {
+        if shared.work.load(order) {
             return;
         }
         shared.bell.wait(Duration::from_secs(3600));
@@ -55,7 +55,8 @@ fn a_ring_after_work_is_seen_is_never_lost() {
                 shared.bell.ring();
             })
         };
-        helper(&shared);
+        // Relaxed, as the listener's peek of a ready stack.
+        helper(&shared, Ordering::Relaxed);
         device.join().unwrap();
         main_listener.join().unwrap();
     });
@@ -74,14 +75,8 @@ fn a_stop_request_rung_before_the_helper_clears_is_seen() {
                 shared.bell.ring();
             })
         };
-        loop {
-            shared.bell.clear();
-            // Acquire, as `Listener::should_stop`.
-            if shared.work.load(Ordering::Acquire) {
-                break;
-            }
-            shared.bell.wait(Duration::from_secs(3600));
-        }
+        // Acquire, as `Listener::should_stop`; `work` plays the stop flag.
+        helper(&shared, Ordering::Acquire);
         stopper.join().unwrap();
     });
 }

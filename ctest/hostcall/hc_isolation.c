@@ -24,7 +24,6 @@
  * serves A, so a blocking call on A may be entered by the main listener.
  * Every wait here is a hang detector (seconds), never a pass/fail threshold. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -270,41 +269,13 @@ static void test_slow_buffer_moves_to_helper_and_back(void) {
            "(last: %d)", (unsigned)AMDGPU_DROPIN_HOSTCALL_SLOW_STREAK, rounds, visits[rounds - 1]);
 }
 
-/* Voluntary context switches of the thread named `comm` (-1: no such thread). */
-static long thread_sleeps(const char* comm) {
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == NULL) return -1;
-  long switches = -1;
-  struct dirent* e;
-  while (switches < 0 && (e = readdir(dir)) != NULL) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    char path[300], line[128] = {0};
-    snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-    FILE* f = fopen(path, "r");
-    if (f == NULL) continue;
-    bool match = fgets(line, sizeof(line), f) != NULL && strncmp(line, comm, strlen(comm)) == 0 &&
-                 line[strlen(comm)] == '\n';
-    fclose(f);
-    if (!match) continue;
-    snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
-    f = fopen(path, "r");
-    if (f == NULL) continue;
-    while (fgets(line, sizeof(line), f) != NULL) {
-      if (sscanf(line, "voluntary_ctxt_switches: %ld", &switches) == 1) break;
-    }
-    fclose(f);
-  }
-  closedir(dir);
-  return switches;
-}
-
 /* With no buffer on it the helper has nothing to miss: it sleeps until rung
  * instead of waking on the idle schedule (once a second). */
 static void test_an_unused_helper_does_not_wake(void) {
-  long before = thread_sleeps("amdgpu-hc-slow");
+  long before = hc_thread_sleeps("amdgpu-hc-slow");
   HC_REQUIRE(before >= 0, "the helper runs (after the slow-buffer test)");
   hc_sleep_ms(2500);
-  long woke = thread_sleeps("amdgpu-hc-slow") - before;
+  long woke = hc_thread_sleeps("amdgpu-hc-slow") - before;
   HC_CHECK(woke <= 1, "the helper woke %ld times in 2.5 s with no buffer on it", woke);
 }
 

@@ -59,25 +59,62 @@ uint64_t hc_served_by(void) {
   return 0;
 }
 
-int hc_listener_threads(void) {
-  int count = 0;
+/* Whether thread `tid` (a /proc/self/task entry) is named `comm`, or like
+ * either listener thread when `comm` is NULL. */
+static bool task_named(const char* tid, const char* comm) {
+  char path[300], name[32] = {0};
+  snprintf(path, sizeof(path), "/proc/self/task/%s/comm", tid);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return false;
+  bool read = fgets(name, sizeof(name), f) != NULL;
+  fclose(f);
+  if (!read) return false;
+  name[strcspn(name, "\n")] = '\0';
+  if (comm != NULL) return strcmp(name, comm) == 0;
+  return strcmp(name, "amdgpu-hostcall") == 0 || strcmp(name, "amdgpu-hc-slow") == 0;
+}
+
+/* Calls `visit(tid, arg)` for each thread of this process that `task_named`
+ * accepts, until it returns false; false if the threads cannot be listed. */
+static bool for_each_named_task(const char* comm, bool (*visit)(const char* tid, void* arg), void* arg) {
   DIR* dir = opendir("/proc/self/task");
-  if (dir == NULL) return -1;
+  if (dir == NULL) return false;
   struct dirent* e;
   while ((e = readdir(dir)) != NULL) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    char path[300], name[32] = {0};
-    snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-    FILE* f = fopen(path, "r");
-    if (f == NULL) continue;
-    if (fgets(name, sizeof(name), f) != NULL &&
-        (strcmp(name, "amdgpu-hostcall\n") == 0 || strcmp(name, "amdgpu-hc-slow\n") == 0)) {
-      ++count;
-    }
-    fclose(f);
+    if (task_named(e->d_name, comm) && !visit(e->d_name, arg)) break;
   }
   closedir(dir);
-  return count;
+  return true;
+}
+
+static bool count_task(const char* tid, void* count) {
+  (void)tid;
+  ++*(int*)count;
+  return true;
+}
+
+int hc_listener_threads(void) {
+  int count = 0;
+  return for_each_named_task(NULL, count_task, &count) ? count : -1;
+}
+
+static bool read_voluntary_switches(const char* tid, void* switches) {
+  char path[300], line[128];
+  snprintf(path, sizeof(path), "/proc/self/task/%s/status", tid);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return true;
+  while (fgets(line, sizeof(line), f) != NULL) {
+    if (sscanf(line, "voluntary_ctxt_switches: %ld", (long*)switches) == 1) break;
+  }
+  fclose(f);
+  return false;
+}
+
+long hc_thread_sleeps(const char* comm) {
+  long switches = -1;
+  for_each_named_task(comm, read_voluntary_switches, &switches);
+  return switches;
 }
 
 #ifndef HC_NO_HSA

@@ -113,6 +113,9 @@ int hc_wait_thread_count(int expected, uint32_t timeout_ms);
 uint64_t hc_served_by(void);
 /* Listener threads (main and helper) of this process. */
 int hc_listener_threads(void);
+/* Times the thread named `comm` went to sleep (voluntary context switches);
+ * -1 if there is no such thread. */
+long hc_thread_sleeps(const char* comm);
 
 /* Live HSA signals of the software runtime. */
 uint64_t hc_live_signals(void);
