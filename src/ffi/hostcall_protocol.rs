@@ -100,7 +100,13 @@ pub extern "C" fn amdgpu_dropin_hostcall_occupancy_size(num_packets: u32) -> usi
 /// a bitmap inside the buffer, a bitmap for classic, too few packets, an unknown protocol, a range that
 /// wraps the address space), `_ERROR_ALREADY_ENABLED`, `_ERROR_HSA` (no HSA
 /// runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
-/// thread cannot start). Every error is logged.
+/// thread cannot start), `_ERROR_BUSY` (see below). Every error is logged.
+///
+/// Re-enabling a buffer disabled from inside one of its own services: from
+/// that service (the thread still inside the buffer) it is refused with
+/// `_ERROR_BUSY` and nothing changes (the running packet is answered once;
+/// enable the buffer again after the service returned); from any other
+/// thread enable first waits until the listener has left the buffer.
 ///
 /// # Safety
 /// `buffer` must be valid for reads and writes of the buffer size until
@@ -156,6 +162,7 @@ fn enable_status(error: &EnableError) -> Status {
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED
         }
         EnableError::Hsa(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA,
+        EnableError::StillServing(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY,
         EnableError::Exiting | EnableError::Thread(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_UNAVAILABLE,
     }
 }
