@@ -167,6 +167,16 @@ enum amdgpu_dropin_hostcall_protocol_t
   /**
    * Device and host phase words per packet, packets claimed through an
    * occupancy bitmap (device libraries built with USE_NEW_HOSTCALL_IMPL).
+   *
+   * Device-side hazard: the ROCm device library clears a packet's
+   * occupancy bit with a relaxed `fetch_and` right after reading the
+   * answer and claims bits with a relaxed `fetch_or`. On a GPU the answer
+   * loads can then still be in flight when the next wave claims the packet
+   * and writes its request, and the first wave reads that request as its
+   * answer (seen on hardware with several waves per buffer). The host
+   * never sees the bitmap and cannot prevent it: the device code must
+   * clear the bit with release and claim it with acquire ordering (device
+   * scope). See docs/phase-bit-device-ordering.md.
    */
   AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT = 1,
 };
