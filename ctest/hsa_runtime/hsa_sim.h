@@ -108,6 +108,13 @@ HSA_API uint64_t hsa_sim_wait_timeouts(void);
  * sleep noticed), since the process started. */
 HSA_API uint64_t hsa_sim_wait_final_polls(void);
 
+/* The timeout hints of the signal waits begun since wait number `since`
+ * (of the last 64 waits, any thread, oldest first) into out[0..max); returns
+ * how many. With out == NULL returns the number of waits begun so far, the
+ * `since` of a later call. Tests check the timeouts a listener asks for
+ * instead of counting its waits over a stretch of wall-clock time. */
+HSA_API uint64_t hsa_sim_recent_wait_timeouts(uint64_t since, uint64_t* out, uint32_t max);
+
 /* ---- Live objects -------------------------------------------------------- */
 
 typedef struct hsa_sim_live_s {

@@ -101,6 +101,30 @@ HSA_API uint64_t hsa_sim_wait_final_polls(void) {
   return atomic_load_explicit(&g_final_polls, memory_order_relaxed);
 }
 
+/* The timeout hints of the last HSA_SIM_RECENT_WAITS waits (hsa_sim_recent_wait_timeouts):
+ * a ring of relaxed slots behind a relaxed counter; readers look while the
+ * waits they care about have begun (a slot being overwritten concurrently
+ * reads as either value). */
+#define HSA_SIM_RECENT_WAITS 64u
+static _Atomic uint64_t g_recent_timeouts[HSA_SIM_RECENT_WAITS];
+static _Atomic uint64_t g_recent_count;
+
+static void sim_record_timeout(uint64_t timeout_ns) {
+  uint64_t n = atomic_fetch_add_explicit(&g_recent_count, 1, memory_order_relaxed);
+  atomic_store_explicit(&g_recent_timeouts[n % HSA_SIM_RECENT_WAITS], timeout_ns, memory_order_relaxed);
+}
+
+HSA_API uint64_t hsa_sim_recent_wait_timeouts(uint64_t since, uint64_t* out, uint32_t max) {
+  uint64_t end = atomic_load_explicit(&g_recent_count, memory_order_relaxed);
+  if (out == NULL) return end;
+  if (end - since > HSA_SIM_RECENT_WAITS) since = end - HSA_SIM_RECENT_WAITS;
+  uint32_t n = 0;
+  for (uint64_t i = since; i < end && n < max; ++i) {
+    out[n++] = atomic_load_explicit(&g_recent_timeouts[i % HSA_SIM_RECENT_WAITS], memory_order_relaxed);
+  }
+  return n;
+}
+
 static void sim_count_timeout(void) {
   atomic_fetch_add_explicit(&g_wait_timeouts, 1, memory_order_relaxed);
 }
@@ -499,6 +523,7 @@ static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
                                    uint64_t timeout_ns, hsa_wait_state_t state,
                                    memory_order mo) {
   sim_count_call(fn);
+  sim_record_timeout(timeout_ns);
   sim_signal_t* s = sim_signal_get(signal);
   if (s == NULL) return 0;
   uint32_t gen = (uint32_t)(signal.handle >> 32);

@@ -227,9 +227,8 @@ pub mod device {
     /// Claims a free packet: sets its occupancy bit (acquire fetch_or; the
     /// device library's relaxed one is a hazard, see
     /// docs/phase-bit-device-ordering.md) and keeps it if the phases are
-    /// equal, else gives
-    /// the bit back and tries the next packet. One pass over the packets;
-    /// None if every packet was taken.
+    /// equal, else gives the bit back and tries the next packet. One pass
+    /// over the packets; None if every packet was taken.
     pub fn claim(buffer: &PhaseBuffer, occupied: &[AtomicU32]) -> Option<PhaseIndex> {
         for i in 0..buffer.packets() {
             let (word, bit) = ((i / 32) as usize, 1u32 << (i % 32));
