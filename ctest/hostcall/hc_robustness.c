@@ -396,7 +396,13 @@ static void test_idle_waits_grow(void) {
      * The first idle wait may have begun before `since`. */
     uint64_t want = previous / ms * AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH;
     if (want > AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS) want = AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS;
-    if (previous != 0 && timeouts[k] / ms != want) grew = false;
+    if (timeouts[k] / ms == AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS) {
+      /* A wait that returned early (a late ring of the warm-up call seen
+       * after `since` on a loaded machine) starts the growth over. */
+      idle_waits = 0;
+    } else if (previous != 0 && timeouts[k] / ms != want) {
+      grew = false;
+    }
     previous = timeouts[k];
     if (timeouts[k] >= longest) break;
     idle_waits++;
