@@ -135,6 +135,12 @@ enum amdgpu_dropin_hostcall_status_t
    * The buffer is not enabled (unknown or already disabled).
    */
   AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED = 10,
+  /**
+   * The buffer was disabled from inside one of its own services, which
+   * the calling thread is still running: enable it after that service
+   * has returned.
+   */
+  AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY = 11,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -161,6 +167,16 @@ enum amdgpu_dropin_hostcall_protocol_t
   /**
    * Device and host phase words per packet, packets claimed through an
    * occupancy bitmap (device libraries built with USE_NEW_HOSTCALL_IMPL).
+   *
+   * Device-side hazard: the ROCm device library clears a packet's
+   * occupancy bit with a relaxed `fetch_and` right after reading the
+   * answer and claims bits with a relaxed `fetch_or`. On a GPU the answer
+   * loads can then still be in flight when the next wave claims the packet
+   * and writes its request, and the first wave reads that request as its
+   * answer (seen on hardware with several waves per buffer). The host
+   * never sees the bitmap and cannot prevent it: the device code must
+   * clear the bit with release and claim it with acquire ordering (device
+   * scope). See docs/phase-bit-device-ordering.md.
    */
   AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT = 1,
 };
@@ -267,7 +283,10 @@ amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_register_packet_handler(u
  * remaining blocks it frees). When it returns, the handler runs no more and
  * no call of it is running, except one this thread is inside: called from
  * the handler itself it does not wait for itself (that call finishes after
- * the return). Called from another handler it waits like any caller (two
+ * the return, and is the last: a per-lane handler is not called for the
+ * packet's remaining lanes, which get `AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE`
+ * in slot[0]; so the handler may free its `user_data` right after the
+ * unregister returns). Called from another handler it waits like any caller (two
  * handlers that unregister each other at the same moment wait forever).
  *
  * Errors: `_ERROR_INVALID_ARGUMENT` (misaligned `buffer`),
@@ -339,7 +358,13 @@ size_t amdgpu_dropin_hostcall_occupancy_size(uint32_t num_packets);
  * a bitmap inside the buffer, a bitmap for classic, too few packets, an unknown protocol, a range that
  * wraps the address space), `_ERROR_ALREADY_ENABLED`, `_ERROR_HSA` (no HSA
  * runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
- * thread cannot start). Every error is logged.
+ * thread cannot start), `_ERROR_BUSY` (see below). Every error is logged.
+ *
+ * Re-enabling a buffer disabled from inside one of its own services: from
+ * that service (the thread still inside the buffer) it is refused with
+ * `_ERROR_BUSY` and nothing changes (the running packet is answered once;
+ * enable the buffer again after the service returned); from any other
+ * thread enable first waits until the listener has left the buffer.
  *
  * # Safety
  * `buffer` must be valid for reads and writes of the buffer size until

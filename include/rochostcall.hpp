@@ -41,7 +41,10 @@ uint32_t getHostcallBufferAlignment(void);
  * Returns true on success. Returns false, logs the reason (AMD_LOG_LEVEL >= 1)
  * and leaves the buffer untouched when: `buffer` is NULL or not aligned to
  * `getHostcallBufferAlignment()`; `num_packets` < 2; the buffer is already
- * enabled (the first registration stays) or overlaps an enabled buffer; the
+ * enabled (the first registration stays) or overlaps an enabled buffer; it
+ * was disabled from inside one of its own services that this thread is
+ * still running (enable it after the service returned; from another thread
+ * enable waits until the listener has left it); the
  * HSA runtime or its signal functions cannot be found, or the doorbell
  * signal cannot be created; the process is exiting. `queue` is recorded and
  * otherwise unused.

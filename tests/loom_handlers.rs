@@ -8,6 +8,9 @@
 //!     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!         cargo test --release --test loom_handlers
 //!
+//! The per-lane early stop (`is_retired`, checked before each lane) is
+//! modelled too: it must not break the handshake.
+//!
 //! The handler's data is a loom `UnsafeCell`: a call reading it after the
 //! unregistering thread's "free" (a write) is reported as a data race.
 #![cfg(loom)]
@@ -81,5 +84,51 @@ fn two_listener_threads_and_an_unregister() {
         }
         // After the unregister no call gets in.
         assert!(!shared.gate.enter(0));
+    });
+}
+
+/// A per-lane call: lane 0, then (unless the registration was retired
+/// meanwhile) lane 1, each reading the data.
+fn lane_listener(shared: &Shared) {
+    if shared.gate.enter(0) {
+        for _ in 0..2 {
+            if shared.gate.is_retired() {
+                break;
+            }
+            // SAFETY: a loom cell; the gate promises no write is concurrent (loom checks it).
+            let value = shared.data.with(|p| unsafe { *p });
+            assert_eq!(value, 1, "a lane call saw freed data");
+            shared.served.fetch_add(1, Ordering::Relaxed);
+        }
+        shared.gate.leave(0);
+    }
+}
+
+#[test]
+fn the_per_lane_early_stop_keeps_the_handshake() {
+    loom::model(|| {
+        let shared =
+            Arc::new(Shared { gate: CallGate::new(), data: UnsafeCell::new(1), served: AtomicU32::new(0) });
+        let caller = {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || lane_listener(&shared))
+        };
+        unregister(&shared);
+        caller.join().unwrap();
+        assert!(shared.served.load(Ordering::Relaxed) <= 2);
+    });
+}
+
+#[test]
+fn unregistering_from_inside_ends_the_lane_loop() {
+    loom::model(|| {
+        let shared =
+            Arc::new(Shared { gate: CallGate::new(), data: UnsafeCell::new(1), served: AtomicU32::new(0) });
+        assert!(shared.gate.enter(0));
+        // Lane 0 unregisters from inside: the thread retires its own gate.
+        shared.gate.retire();
+        assert!(shared.gate.is_retired(), "the next lane sees it and is not called");
+        shared.gate.leave(0);
+        assert_eq!(shared.gate.in_flight(0), 0);
     });
 }

@@ -81,16 +81,20 @@ bool device_sim_phase_is_attached(const void* buffer) {
 
 bool device_sim_phase_set_bit(void* buffer, uint32_t index) {
   uint32_t bit = 1u << (index % 32);
-  /* Acquire (the device library uses relaxed and relies on the GPU's
-   * coherent device-scope atomics): pairs with the previous owner's release
-   * in clear_bit, so its accesses to the packet happen before ours. */
+  /* Acquire: pairs with the previous owner's release in clear_bit, so its
+   * accesses to the packet (its answer loads) happen before our request
+   * stores. The ROCm device library claims and clears with relaxed ordering,
+   * which lets a wave read the next owner's request as its answer on a GPU
+   * (docs/phase-bit-device-ordering.md); the simulator behaves like the
+   * fixed device code. */
   uint32_t before = atomic_fetch_or_explicit(&device_sim_phase_occupied(buffer)[index / 32], bit,
                                              memory_order_acquire);
   return (before & bit) != 0;
 }
 
 void device_sim_phase_clear_bit(void* buffer, uint32_t index) {
-  /* Release: see set_bit. */
+  /* Release: the answer loads before it are done before the next owner's
+   * acquire claim (see set_bit). */
   atomic_fetch_and_explicit(&device_sim_phase_occupied(buffer)[index / 32], ~(1u << (index % 32)),
                             memory_order_release);
 }

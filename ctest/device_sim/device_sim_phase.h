@@ -6,7 +6,8 @@
  * the wave):
  *
  *   1. claim: for i = 0, 1, ... (wrapping at num_packets, pausing after a
- *      pass that found nothing): fetch_or bit i%32 of occupied[i/32] (relaxed);
+ *      pass that found nothing): fetch_or bit i%32 of occupied[i/32]
+ *      (acquire; the device library uses relaxed, see step 7);
  *      if the bit was already set, try the next packet; if it was clear but
  *      device_phase[i] != host_phase[i] (the host still owns the packet),
  *      clear the bit again and try the next one;
@@ -19,7 +20,11 @@
  *   5. wait until host_phase[i] == device_phase[i] (acquire), with a timeout
  *      so a broken listener fails a test instead of hanging it;
  *   6. read slot[0..1] of each active lane;
- *   7. clear the occupancy bit (relaxed).
+ *   7. clear the occupancy bit (release). The device library clears it
+ *      relaxed, which on a GPU lets the answer loads of step 6 still be in
+ *      flight when the next wave's request stores land (it then reads that
+ *      request as its answer); the simulator uses the fixed release clear and
+ *      acquire claim (docs/phase-bit-device-ordering.md).
  *
  * The layout is described here independently of the library (_Static_assert
  * pins), so the simulator checks the library's layout rather than sharing it.

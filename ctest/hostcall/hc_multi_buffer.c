@@ -43,6 +43,8 @@ static void test_many_buffers_served_at_once(void) {
 
 typedef struct churn {
   _Atomic int stop;
+  _Atomic uint64_t finished; /* cycles done (also read while it runs) */
+  _Atomic int ended;         /* the thread returned (a failure stops it) */
   uint64_t cycles;
   int failures;
   char failure[200];
@@ -75,10 +77,29 @@ static void* churn_main(void* arg) {
     disableHostcalls(buffer, buffer);
     hc_free_buffer(buffer);
     churn->cycles++;
+    /* Relaxed: a progress count. */
+    atomic_store_explicit(&churn->finished, churn->cycles, memory_order_relaxed);
     n = 2 + (n + 3) % 9;
     if (churn->failures) break;
   }
+  /* Relaxed: only ends the caller's wait early; the join orders the rest. */
+  atomic_store_explicit(&churn->ended, 1, memory_order_relaxed);
   return NULL;
+}
+
+/* Until each churn thread has finished a cycle (or failed): the claim "it
+ * made a cycle" then does not depend on how much time it had. The bound is a
+ * hang detector. */
+static void wait_for_a_cycle_each(churn_t* churns, int count) {
+  for (int i = 0; i < count; ++i) {
+    for (int step = 0; step < 20000; ++step) {
+      if (atomic_load_explicit(&churns[i].finished, memory_order_relaxed) > 0 ||
+          atomic_load_explicit(&churns[i].ended, memory_order_relaxed)) {
+        break;
+      }
+      hc_sleep_ms(1);
+    }
+  }
 }
 
 /* Waves on 4 permanent buffers while 2 threads churn other buffers. */
@@ -103,6 +124,7 @@ static void test_churn_while_serving(void) {
   }
   device_sim_waves_result_t result;
   int rc = device_sim_waves_join(waves, &result);
+  wait_for_a_cycle_each(churns, 2);
   for (int i = 0; i < 2; ++i) {
     atomic_store_explicit(&churns[i].stop, 1, memory_order_relaxed);
     pthread_join(threads[i], NULL);
@@ -133,6 +155,7 @@ static void test_listener_start_stop_churn(void) {
     pthread_create(&threads[i], NULL, churn_main, &churns[i]);
   }
   hc_sleep_ms(700);
+  wait_for_a_cycle_each(churns, 2);
   for (int i = 0; i < 2; ++i) {
     atomic_store_explicit(&churns[i].stop, 1, memory_order_relaxed);
     pthread_join(threads[i], NULL);

@@ -7,6 +7,7 @@
  * fork. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -303,9 +304,10 @@ static void test_wave_that_never_returns(void) {
   HC_CHECK(atomic_load(&g_counted_calls) == 1, "its request was served once");
   HC_CHECK(*device_sim_phase_device(p.buffer, index) == *device_sim_phase_host(p.buffer, index), "answered");
   HC_CHECK(p.bitmap[0] == (1u << index), "its bit stays set: %#x", p.bitmap[0]);
-  uint64_t t0 = hc_now_ms();
+  /* Disable does not wait for the wave: its bit stays set forever, so a
+   * disable that waited for it would never return (the test would hang into
+   * its ctest timeout); no figure to compare. */
   phase_close(&p);
-  HC_CHECK(hc_now_ms() - t0 < 2000, "disable does not wait for the wave");
 }
 
 /* ---- a slow phase-bit buffer beside a classic one ------------------------------------- */
@@ -313,14 +315,24 @@ static void test_wave_that_never_returns(void) {
 #define SLOW_SERVICE 0x51u
 #define SLOW_CALLS 12
 
+static _Atomic bool g_slow_done;
+static _Atomic int g_slow_calls;
+static _Atomic bool g_slow_blocked;
+static _Atomic bool g_slow_release;
+
+/* Slow calls (25 ms each: slow visits, so the buffer moves to the helper
+ * thread), then the last one blocks until the test releases it. */
 static int32_t slow_lane(void* user, void* buffer, uint32_t service, uint32_t lane, uint64_t* slot) {
   (void)user, (void)buffer, (void)service, (void)lane;
-  hc_sleep_ms(25);
+  if (atomic_fetch_add(&g_slow_calls, 1) + 1 < SLOW_CALLS) {
+    hc_sleep_ms(25);
+  } else {
+    atomic_store(&g_slow_blocked, true);
+    while (!atomic_load(&g_slow_release)) sched_yield();
+  }
   slot[0] = 0x51;
   return 0;
 }
-
-static _Atomic bool g_slow_done;
 
 static void* slow_wave(void* arg) {
   uint64_t lanes[64][8];
@@ -342,22 +354,33 @@ static void test_slow_phase_bit_buffer_beside_a_classic_one(void) {
                  AMDGPU_DROPIN_HOSTCALL_OK, "register");
   pthread_t thread;
   atomic_store(&g_slow_done, false);
+  atomic_store(&g_slow_calls, 0);
+  atomic_store(&g_slow_blocked, false);
+  atomic_store(&g_slow_release, false);
   HC_REQUIRE(pthread_create(&thread, NULL, slow_wave, slow.buffer) == 0, "thread");
-  /* While the slow buffer's 12 calls take >= 300 ms, the classic buffer's
-   * waves must keep being served. Served on one thread, each classic call
-   * would wait behind a 25 ms slow call (about one per slow call); once the
-   * slow buffer has moved to the helper thread, many more get through. */
+  /* The classic buffer's waves keep being served while the slow buffer's
+   * last call is blocked in its handler: the slow buffer has moved to the
+   * helper thread. Served on one thread, the classic calls would wait behind
+   * the blocked call until their timeout (checked by events, not time). */
   uint64_t fast_calls = 0;
-  void* joined = NULL;
-  while (!atomic_load(&g_slow_done)) {
+  while (!atomic_load(&g_slow_blocked)) {
     HC_CHECK(device_sim_fc_checked_call(fast, 0xff, fast_calls, TIMEOUT_NS) == 0, "fast call");
     fast_calls++;
   }
+  uint64_t while_blocked = 0;
+  for (int i = 0; i < 20; ++i) {
+    if (device_sim_fc_checked_call(fast, 0xff, fast_calls + (uint64_t)i, TIMEOUT_NS) != 0) break;
+    while_blocked++;
+  }
+  HC_CHECK(atomic_load(&g_slow_done) == false, "the slow call was still blocked");
+  HC_CHECK(while_blocked == 20, "the classic buffer starved behind the blocked slow call: %llu of 20 served",
+           (unsigned long long)while_blocked);
+  atomic_store(&g_slow_release, true);
+  void* joined = NULL;
   pthread_join(thread, &joined);
   HC_CHECK(joined == NULL, "slow calls failed: %ld", (long)(intptr_t)joined);
-  HC_CHECK(fast_calls > 3 * SLOW_CALLS, "the classic buffer starved behind the slow one: %llu calls",
-           (unsigned long long)fast_calls);
-  printf("  %llu classic calls during %d slow phase-bit calls\n", (unsigned long long)fast_calls, SLOW_CALLS);
+  printf("  %llu classic calls during %d slow phase-bit calls, 20 while one was blocked\n",
+         (unsigned long long)fast_calls, SLOW_CALLS);
   HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SLOW_SERVICE, slow.buffer) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
   disableHostcalls(fast, NULL);
@@ -388,7 +411,7 @@ static void test_fork_and_exit(void) {
   hc_child_result_t r;
   HC_REQUIRE(hc_fork_child(child_after_fork, 20000, &r), "fork");
   HC_CHECK(r.exited && r.exit_code == 0, "child: %s", hc_child_describe(&r));
-  HC_CHECK(r.elapsed_ms < 5000, "child took %llu ms", (unsigned long long)r.elapsed_ms);
+  printf("  child done after %llu ms\n", (unsigned long long)r.elapsed_ms); /* printed, not compared */
   HC_CHECK(device_sim_fc_checked_call(p.buffer, ~0ull, 10, TIMEOUT_NS) == 0, "parent still served");
   phase_close(&p);
 }

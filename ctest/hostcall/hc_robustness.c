@@ -360,22 +360,60 @@ static void test_lost_doorbell(void) {
 /* An idle listener's blocked waits grow (WAIT_TIMEOUT_MS, then
  * IDLE_WAIT_GROWTH times longer each, up to IDLE_WAIT_MAX_MS), so it wakes
  * rarely; a packet whose ring was lost during that idle time is still
- * served (at the next timeout), and a ring still wakes it at once. Counts
- * the listener's HSA waits, not time. */
+ * served (at the next timeout), and a ring still wakes it at once. Checks
+ * the timeouts the listener asks for and counts its HSA waits, not time. */
 static void test_idle_waits_grow(void) {
   hsa_sim_set_periodic_recheck(false, 0);
   void* buffer = hc_alloc_buffer(8);
   HC_REQUIRE(enableHostcalls(buffer, 8, NULL), "enable");
   HC_CHECK(call_ok(buffer, 1) == 0, "warm-up call");
-  hsa_sim_reset_call_counts();
-  /* 2.6 s of silence: with a fixed 100 ms timeout that would be about 26
-   * waits; growing (100, 400, 1000, 1000 ms) it is 4 or 5. */
-  const uint32_t idle_ms = 2600;
-  hc_sleep_ms(idle_ms);
-  uint64_t waits = hsa_sim_call_count("hsa_signal_wait_scacquire");
-  printf("  %llu blocked waits in %u ms idle\n", (unsigned long long)waits, idle_ms);
-  HC_CHECK(waits >= 2 && waits <= 8, "%llu blocked waits in %u ms of silence (want 2..8)",
-           (unsigned long long)waits, idle_ms);
+  /* Silence until the listener asks for its longest idle wait (the bound
+   * is a hang detector: with a fixed timeout it never comes). The timeouts
+   * it asked for on the way, as the runtime recorded them, must grow by
+   * IDLE_WAIT_GROWTH at each step from WAIT_TIMEOUT_MS: a few waits, not one
+   * per WAIT_TIMEOUT_MS (checked on the recorded timeouts, never on how many
+   * waits fit into some stretch of time). */
+  const uint64_t ms = 1000000ull;
+  const uint64_t first = AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS * ms;
+  const uint64_t longest = AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS * ms;
+  uint64_t since = hsa_sim_recent_wait_timeouts(0, NULL, 0);
+  uint64_t timeouts[64];
+  uint64_t n = 0;
+  bool reached = false;
+  for (int i = 0; i < 4000 && !reached; ++i) {
+    hc_sleep_ms(5);
+    n = hsa_sim_recent_wait_timeouts(since, timeouts, 64);
+    for (uint64_t k = 0; k < n; ++k) reached |= timeouts[k] >= longest;
+  }
+  HC_CHECK(reached, "the listener never asked for a wait of %u ms (%llu waits)",
+           (unsigned)AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS, (unsigned long long)n);
+  uint64_t idle_waits = 0, previous = 0;
+  bool grew = true;
+  for (uint64_t k = 0; k < n; ++k) {
+    if (timeouts[k] < first) continue; /* the poll window's short waits */
+    /* Each idle wait is the previous one times the growth, capped (ROCr's
+     * whole milliseconds plus the library's slack: compared in whole ms).
+     * The first idle wait may have begun before `since`. */
+    uint64_t want = previous / ms * AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH;
+    if (want > AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS) want = AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS;
+    if (timeouts[k] / ms == AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS) {
+      /* A wait that returned early (a late ring of the warm-up call seen
+       * after `since` on a loaded machine) starts the growth over. */
+      idle_waits = 0;
+    } else if (previous != 0 && timeouts[k] / ms != want) {
+      grew = false;
+    }
+    previous = timeouts[k];
+    if (timeouts[k] >= longest) break;
+    idle_waits++;
+  }
+  printf("  %llu idle waits before the longest one; timeouts (us):", (unsigned long long)idle_waits);
+  for (uint64_t k = 0; k < n; ++k) printf(" %llu", (unsigned long long)(timeouts[k] / 1000u));
+  printf("\n");
+  HC_CHECK(grew && idle_waits >= 1 && idle_waits <= 3,
+           "idle waits did not grow %ux from %u ms to %u ms (%llu waits before the longest)",
+           (unsigned)AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH, (unsigned)AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS,
+           (unsigned)AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS, (unsigned long long)idle_waits);
   HC_CHECK(AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS * 1000000ull < TIMEOUT_NS,
            "the test's timeout must cover the longest idle wait");
 

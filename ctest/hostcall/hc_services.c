@@ -408,18 +408,66 @@ static void test_register_unregister_under_traffic(void) {
 
 #define SERVICE_SELF 104u
 #define SERVICE_OTHER 105u
+#define SERVICE_FREEING 106u
 
 static amdgpu_dropin_hostcall_status_t g_self_rc = -1;
 static amdgpu_dropin_hostcall_status_t g_other_rc = -1;
 
+static int g_self_calls;
+
 static int32_t unregister_self(void* user, void* buffer, uint32_t service, uint32_t lane,
                                uint64_t* slot) {
   (void)user, (void)buffer, (void)lane;
+  g_self_calls++;
   if (g_self_rc == (amdgpu_dropin_hostcall_status_t)-1) {
     g_self_rc = amdgpu_dropin_hostcall_unregister_handler(service, NULL);
   }
   slot[0] = 5;
   return 0;
+}
+
+/* The handler's own data, freed by the lane that unregisters it: once the
+ * unregister returned, no other lane of the packet may call the handler
+ * (ASan reports a use after free if one does; the count says it too). */
+typedef struct self_freeing {
+  uint64_t answer;
+  int calls;
+} self_freeing_t;
+
+static int g_freeing_calls_at_free;
+
+static int32_t unregister_and_free(void* user, void* buffer, uint32_t service, uint32_t lane,
+                                   uint64_t* slot) {
+  (void)buffer, (void)lane;
+  self_freeing_t* data = user;
+  data->calls++;
+  slot[0] = data->answer;
+  if (amdgpu_dropin_hostcall_unregister_handler(service, NULL) != AMDGPU_DROPIN_HOSTCALL_OK) return 1;
+  g_freeing_calls_at_free = data->calls;
+  free(data);
+  return 0;
+}
+
+static void test_lane_handler_frees_its_data_after_unregistering(void) {
+  void* buffer = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
+  self_freeing_t* data = calloc(1, sizeof *data);
+  HC_REQUIRE(data != NULL, "calloc");
+  data->answer = 31;
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FREEING, NULL, unregister_and_free,
+                                                          data) == AMDGPU_DROPIN_HOSTCALL_OK,
+             "register");
+  uint64_t lanes[64][8];
+  HC_REQUIRE(call_service(buffer, SERVICE_FREEING, ~0ull, 1, lanes) == DEVICE_SIM_OK, "call");
+  HC_CHECK(g_freeing_calls_at_free == 1, "%d calls before the free", g_freeing_calls_at_free);
+  HC_CHECK(lanes[0][0] == 31, "lane 0 (the unregistering call) answered: %llu",
+           (unsigned long long)lanes[0][0]);
+  int wrong = 0;
+  for (int lane = 1; lane < 64; ++lane) wrong += lanes[lane][0] != ERROR_VALUE;
+  HC_CHECK(wrong == 0, "%d of the 63 lanes after the unregister did not get the error value", wrong);
+  HC_REQUIRE(call_service(buffer, SERVICE_FREEING, 0x3, 1, lanes) == DEVICE_SIM_OK, "call");
+  HC_CHECK(lanes[0][0] == ERROR_VALUE && lanes[1][0] == ERROR_VALUE, "unregistered");
+  hc_disable_and_free(buffer);
 }
 
 static int32_t unregister_other(void* user, amdgpu_dropin_hostcall_packet_t* packet) {
@@ -438,7 +486,11 @@ static void test_unregister_from_inside(void) {
   /* A deadlock would show as a timeout here. */
   HC_REQUIRE(call_service(buffer, SERVICE_SELF, 0x7, 1, lanes) == DEVICE_SIM_OK, "call");
   HC_CHECK(g_self_rc == AMDGPU_DROPIN_HOSTCALL_OK, "unregister from inside: %d", g_self_rc);
-  HC_CHECK(lanes[0][0] == 5 && lanes[2][0] == 5, "the running call finished the packet");
+  HC_CHECK(g_self_calls == 1, "%d handler calls (want 1: none after the unregister)", g_self_calls);
+  HC_CHECK(lanes[0][0] == 5, "the unregistering call answered its lane");
+  HC_CHECK(lanes[1][0] == ERROR_VALUE && lanes[2][0] == ERROR_VALUE,
+           "the lanes after the unregister get the error value (%llu, %llu)",
+           (unsigned long long)lanes[1][0], (unsigned long long)lanes[2][0]);
   HC_REQUIRE(call_service(buffer, SERVICE_SELF, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
   HC_CHECK(lanes[0][0] == ERROR_VALUE, "unregistered");
 
@@ -454,6 +506,69 @@ static void test_unregister_from_inside(void) {
            g_other_rc);
   HC_REQUIRE(call_service(buffer, SERVICE_OTHER, 0x1, 1, lanes) == DEVICE_SIM_OK, "call other");
   HC_CHECK(lanes[0][0] == ERROR_VALUE, "other unregistered");
+  hc_disable_and_free(buffer);
+}
+
+/* ---- disable, then re-enable, from inside the buffer's own handler --------- */
+
+#define SERVICE_REENABLE 108u
+
+typedef struct reenable {
+  void* buffer;
+  int calls;
+  amdgpu_dropin_hostcall_status_t disable_rc;
+  amdgpu_dropin_hostcall_status_t enable_rc;
+  bool seed_enable;
+} reenable_t;
+
+static int32_t disable_and_reenable(void* user, amdgpu_dropin_hostcall_packet_t* packet) {
+  reenable_t* r = user;
+  r->calls++;
+  r->disable_rc = amdgpu_dropin_hostcall_disable(r->buffer, NULL);
+  /* The bitmap is not cleared: a wave holds its bit right now. */
+  uint32_t* bitmap = hc_bitmap_of(r->buffer);
+  r->enable_rc = amdgpu_dropin_hostcall_enable(r->buffer, PACKETS, NULL,
+                                               bitmap != NULL ? AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT
+                                                              : AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC,
+                                               bitmap);
+  r->seed_enable = enableHostcalls(r->buffer, PACKETS, NULL);
+  for (int lane = 0; lane < 64; ++lane) {
+    if (packet->activemask >> lane & 1) packet->slots[lane][0] = 6000 + (uint64_t)lane;
+  }
+  return 0;
+}
+
+/* The listener is still inside the buffer while its handler runs: enable
+ * from there is refused (nothing lost: the packet is answered once); from
+ * the test thread afterwards it works (waiting for the listener to leave). */
+static void test_reenable_from_inside_the_buffers_own_handler(void) {
+  void* buffer = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
+  reenable_t r = {.buffer = buffer};
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_REENABLE, NULL, disable_and_reenable,
+                                                            &r) == AMDGPU_DROPIN_HOSTCALL_OK,
+             "register");
+  uint64_t lanes[64][8];
+  HC_REQUIRE(call_service(buffer, SERVICE_REENABLE, 0x5, 1, lanes) == DEVICE_SIM_OK, "call");
+  HC_CHECK(r.disable_rc == AMDGPU_DROPIN_HOSTCALL_OK, "disable from inside: %d", r.disable_rc);
+  HC_CHECK(r.enable_rc == AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY, "enable from inside: %d (want BUSY)",
+           r.enable_rc);
+  HC_CHECK(!r.seed_enable, "enableHostcalls from inside must be refused");
+  HC_CHECK(lanes[0][0] == 6000 && lanes[2][0] == 6002, "the packet's answer (%llu, %llu)",
+           (unsigned long long)lanes[0][0], (unsigned long long)lanes[2][0]);
+  HC_CHECK(r.calls == 1, "%d handler calls for 1 request", r.calls);
+  HC_CHECK(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
+           "the buffer stayed disabled");
+  HC_REQUIRE(amdgpu_dropin_hostcall_unregister_handler(SERVICE_REENABLE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+             "unregister");
+  /* From outside the handler: enabled again and served. */
+  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "re-enable from the test thread");
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_REENABLE, NULL, lane_answer_7, NULL) ==
+                 AMDGPU_DROPIN_HOSTCALL_OK, "register");
+  HC_REQUIRE(call_service(buffer, SERVICE_REENABLE, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
+  HC_CHECK(lanes[0][0] == 7, "served after re-enable: %llu", (unsigned long long)lanes[0][0]);
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_REENABLE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+           "unregister");
   hc_disable_and_free(buffer);
 }
 
@@ -601,6 +716,8 @@ int main(int argc, char** argv) {
   HC_RUN(test_packet_handler_scopes_and_failures);
   HC_RUN(test_register_unregister_under_traffic);
   HC_RUN(test_unregister_from_inside);
+  HC_RUN(test_lane_handler_frees_its_data_after_unregistering);
+  HC_RUN(test_reenable_from_inside_the_buffers_own_handler);
   HC_RUN(test_fork_while_a_handler_runs);
   HC_RUN(test_sanitizer_default);
   HC_RUN(test_sanitizer_hook);

@@ -92,6 +92,29 @@ HSA_API uint32_t hsa_sim_blocked_waits(void);
  * so a wait answered early or one of 1 ms or less never sleeps. */
 HSA_API uint64_t hsa_sim_wait_sleeps(void);
 
+/* Futex wakes of blocked waits after which the interrupt-latency delay
+ * (hsa_sim_set_wait_wake_delay_us) was applied since the process started;
+ * *total_us (if not NULL) gets the sum of the delays applied. Tests check
+ * these counts instead of measuring the delays. */
+HSA_API uint64_t hsa_sim_wake_delays(uint64_t* total_us);
+
+/* Signal waits (either wait state) that returned because their timeout
+ * passed with the condition unmet, since the process started. "Woken, not
+ * timed out" is this count unchanged; "timed out" is it moved by one. */
+HSA_API uint64_t hsa_sim_wait_timeouts(void);
+
+/* Blocked waits whose condition was found met only in the poll of their last
+ * partial millisecond (after their sleeps: a plain memory write that no
+ * sleep noticed), since the process started. */
+HSA_API uint64_t hsa_sim_wait_final_polls(void);
+
+/* The timeout hints of the signal waits begun since wait number `since`
+ * (of the last 64 waits, any thread, oldest first) into out[0..max); returns
+ * how many. With out == NULL returns the number of waits begun so far, the
+ * `since` of a later call. Tests check the timeouts a listener asks for
+ * instead of counting its waits over a stretch of wall-clock time. */
+HSA_API uint64_t hsa_sim_recent_wait_timeouts(uint64_t since, uint64_t* out, uint32_t max);
+
 /* ---- Live objects -------------------------------------------------------- */
 
 typedef struct hsa_sim_live_s {

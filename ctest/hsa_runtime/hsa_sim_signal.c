@@ -73,6 +73,62 @@ HSA_API uint64_t hsa_sim_wait_sleeps(void) {
   return atomic_load_explicit(&g_wait_sleeps, memory_order_relaxed);
 }
 
+/* Futex wakes after which the interrupt-latency delay was applied, and the
+ * sum of the delays applied, in microseconds (hsa_sim_wake_delays): relaxed
+ * counts, read by tests after the waits returned (their thread join orders
+ * them). */
+static _Atomic uint64_t g_wake_delays;
+static _Atomic uint64_t g_wake_delay_us_total;
+
+HSA_API uint64_t hsa_sim_wake_delays(uint64_t* total_us) {
+  if (total_us != NULL) *total_us = atomic_load_explicit(&g_wake_delay_us_total, memory_order_relaxed);
+  return atomic_load_explicit(&g_wake_delays, memory_order_relaxed);
+}
+
+/* Waits (either state) that returned because their timeout passed, the
+ * condition unmet (hsa_sim_wait_timeouts): a relaxed count, as above. */
+static _Atomic uint64_t g_wait_timeouts;
+
+HSA_API uint64_t hsa_sim_wait_timeouts(void) {
+  return atomic_load_explicit(&g_wait_timeouts, memory_order_relaxed);
+}
+
+/* Blocked waits whose condition was found met only in the poll of their last
+ * partial millisecond (hsa_sim_wait_final_polls): a relaxed count, as above. */
+static _Atomic uint64_t g_final_polls;
+
+HSA_API uint64_t hsa_sim_wait_final_polls(void) {
+  return atomic_load_explicit(&g_final_polls, memory_order_relaxed);
+}
+
+/* The timeout hints of the last HSA_SIM_RECENT_WAITS waits (hsa_sim_recent_wait_timeouts):
+ * a ring of relaxed slots behind a relaxed counter; readers look while the
+ * waits they care about have begun (a slot being overwritten concurrently
+ * reads as either value). */
+#define HSA_SIM_RECENT_WAITS 64u
+static _Atomic uint64_t g_recent_timeouts[HSA_SIM_RECENT_WAITS];
+static _Atomic uint64_t g_recent_count;
+
+static void sim_record_timeout(uint64_t timeout_ns) {
+  uint64_t n = atomic_fetch_add_explicit(&g_recent_count, 1, memory_order_relaxed);
+  atomic_store_explicit(&g_recent_timeouts[n % HSA_SIM_RECENT_WAITS], timeout_ns, memory_order_relaxed);
+}
+
+HSA_API uint64_t hsa_sim_recent_wait_timeouts(uint64_t since, uint64_t* out, uint32_t max) {
+  uint64_t end = atomic_load_explicit(&g_recent_count, memory_order_relaxed);
+  if (out == NULL) return end;
+  if (end - since > HSA_SIM_RECENT_WAITS) since = end - HSA_SIM_RECENT_WAITS;
+  uint32_t n = 0;
+  for (uint64_t i = since; i < end && n < max; ++i) {
+    out[n++] = atomic_load_explicit(&g_recent_timeouts[i % HSA_SIM_RECENT_WAITS], memory_order_relaxed);
+  }
+  return n;
+}
+
+static void sim_count_timeout(void) {
+  atomic_fetch_add_explicit(&g_wait_timeouts, 1, memory_order_relaxed);
+}
+
 HSA_API uint32_t hsa_sim_blocked_waits(void) {
   return atomic_load_explicit(&g_blocked_waits, memory_order_acquire);
 }
@@ -467,6 +523,7 @@ static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
                                    uint64_t timeout_ns, hsa_wait_state_t state,
                                    memory_order mo) {
   sim_count_call(fn);
+  sim_record_timeout(timeout_ns);
   sim_signal_t* s = sim_signal_get(signal);
   if (s == NULL) return 0;
   uint32_t gen = (uint32_t)(signal.handle >> 32);
@@ -488,7 +545,11 @@ static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
                                       uint64_t timeout_ns, hsa_wait_state_t state,
                                       memory_order mo) {
   hsa_signal_value_t v = atomic_load_explicit(&s->value, mo);
-  if (sim_condition_met(condition, v, compare) || timeout_ns == 0) return v;
+  if (sim_condition_met(condition, v, compare)) return v;
+  if (timeout_ns == 0) {
+    sim_count_timeout();
+    return v;
+  }
   uint64_t start = sim_now_ns();
   uint64_t deadline = (timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - start)
                           ? UINT64_MAX
@@ -501,7 +562,10 @@ static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
       if (sim_condition_met(condition, v, compare)) return v;
       if ((spins & 63u) == 0) {
         if (!sim_signal_alive(s, gen)) return v;
-        if (deadline != UINT64_MAX && sim_now_ns() >= deadline) return v;
+        if (deadline != UINT64_MAX && sim_now_ns() >= deadline) {
+          sim_count_timeout();
+          return v;
+        }
         /* 2-core machines: let the thread that will change the value run. */
         if ((spins & 1023u) == 0) sched_yield();
       }
@@ -511,15 +575,27 @@ static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
   atomic_fetch_add_explicit(&g_blocked_waits, 1, memory_order_relaxed);
   /* seq_cst: see sim_signal_notify. */
   atomic_fetch_add_explicit(&s->waiters, 1, memory_order_seq_cst);
+  bool final_poll = false; /* met in the poll of the last partial millisecond */
   for (;;) {
     /* seq_cst (an acquire): the value read after it is at least as new as
      * the change that produced this seq. */
     uint32_t seq = atomic_load_explicit(&s->seq, memory_order_seq_cst);
     v = atomic_load_explicit(&s->value, mo);
-    if (sim_condition_met(condition, v, compare)) break;
+    if (sim_condition_met(condition, v, compare)) {
+      if (deadline != UINT64_MAX) {
+        uint64_t at = sim_now_ns();
+        final_poll = at - start >= SIM_BLOCKED_POLL_NS &&
+                     (at >= deadline || sim_whole_ms_ns(deadline - at) == 0);
+      }
+      if (final_poll) atomic_fetch_add_explicit(&g_final_polls, 1, memory_order_relaxed);
+      break;
+    }
     if (!sim_signal_alive(s, gen)) break;
     uint64_t now = sim_now_ns();
-    if (now >= deadline) break;
+    if (now >= deadline) {
+      sim_count_timeout();
+      break;
+    }
     /* ROCr's blocked wait polls for its first SIM_BLOCKED_POLL_NS, and polls
      * again once less than a whole millisecond is left (it sleeps whole
      * milliseconds, rounded down); both cost CPU, as there. */
@@ -538,7 +614,11 @@ static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
     long r = sim_futex_wait(&s->seq, seq, sleep_ns);
     if (r == 0) {
       uint32_t delay = atomic_load_explicit(&g_wake_delay_us, memory_order_relaxed);
-      if (delay != 0) sim_delay_us(delay);
+      if (delay != 0) {
+        atomic_fetch_add_explicit(&g_wake_delays, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_wake_delay_us_total, delay, memory_order_relaxed);
+        sim_delay_us(delay);
+      }
     }
   }
   /* relaxed: only wakers read it, and a stale non-zero costs one syscall. */

@@ -62,6 +62,10 @@ pub enum amdgpu_dropin_hostcall_status_t {
     AMDGPU_DROPIN_HOSTCALL_ERROR_UNAVAILABLE = 9,
     /// The buffer is not enabled (unknown or already disabled).
     AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED = 10,
+    /// The buffer was disabled from inside one of its own services, which
+    /// the calling thread is still running: enable it after that service
+    /// has returned.
+    AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY = 11,
 }
 
 use amdgpu_dropin_hostcall_status_t as Status;
@@ -111,6 +115,7 @@ pub extern "C" fn amdgpu_dropin_hostcall_status_string(status: i32) -> *const c_
             8 => c"the buffer is already enabled or overlaps an enabled buffer",
             9 => c"the process is exiting or the listener thread cannot start",
             10 => c"the buffer is not enabled",
+            11 => c"the buffer is still being served by the calling thread (disabled from inside its own service)",
             _ => c"unknown status",
         };
         text.as_ptr()
@@ -205,7 +210,10 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_packet_handler(
 /// remaining blocks it frees). When it returns, the handler runs no more and
 /// no call of it is running, except one this thread is inside: called from
 /// the handler itself it does not wait for itself (that call finishes after
-/// the return). Called from another handler it waits like any caller (two
+/// the return, and is the last: a per-lane handler is not called for the
+/// packet's remaining lanes, which get `AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE`
+/// in slot[0]; so the handler may free its `user_data` right after the
+/// unregister returns). Called from another handler it waits like any caller (two
 /// handlers that unregister each other at the same moment wait forever).
 ///
 /// Errors: `_ERROR_INVALID_ARGUMENT` (misaligned `buffer`),

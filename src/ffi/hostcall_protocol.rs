@@ -26,6 +26,16 @@ pub enum amdgpu_dropin_hostcall_protocol_t {
     AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC = 0,
     /// Device and host phase words per packet, packets claimed through an
     /// occupancy bitmap (device libraries built with USE_NEW_HOSTCALL_IMPL).
+    ///
+    /// Device-side hazard: the ROCm device library clears a packet's
+    /// occupancy bit with a relaxed `fetch_and` right after reading the
+    /// answer and claims bits with a relaxed `fetch_or`. On a GPU the answer
+    /// loads can then still be in flight when the next wave claims the packet
+    /// and writes its request, and the first wave reads that request as its
+    /// answer (seen on hardware with several waves per buffer). The host
+    /// never sees the bitmap and cannot prevent it: the device code must
+    /// clear the bit with release and claim it with acquire ordering (device
+    /// scope). See docs/phase-bit-device-ordering.md.
     AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT = 1,
 }
 
@@ -100,7 +110,13 @@ pub extern "C" fn amdgpu_dropin_hostcall_occupancy_size(num_packets: u32) -> usi
 /// a bitmap inside the buffer, a bitmap for classic, too few packets, an unknown protocol, a range that
 /// wraps the address space), `_ERROR_ALREADY_ENABLED`, `_ERROR_HSA` (no HSA
 /// runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
-/// thread cannot start). Every error is logged.
+/// thread cannot start), `_ERROR_BUSY` (see below). Every error is logged.
+///
+/// Re-enabling a buffer disabled from inside one of its own services: from
+/// that service (the thread still inside the buffer) it is refused with
+/// `_ERROR_BUSY` and nothing changes (the running packet is answered once;
+/// enable the buffer again after the service returned); from any other
+/// thread enable first waits until the listener has left the buffer.
 ///
 /// # Safety
 /// `buffer` must be valid for reads and writes of the buffer size until
@@ -156,6 +172,7 @@ fn enable_status(error: &EnableError) -> Status {
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED
         }
         EnableError::Hsa(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA,
+        EnableError::StillServing(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY,
         EnableError::Exiting | EnableError::Thread(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_UNAVAILABLE,
     }
 }

@@ -94,6 +94,17 @@ impl CallGate {
         fence(Ordering::SeqCst);
     }
 
+    /// Whether `retire` ran. A call inside checks it between the steps of one
+    /// packet (per-lane handlers), so a handler that unregistered itself is
+    /// not called for the packet's remaining lanes.
+    pub fn is_retired(&self) -> bool {
+        // Relaxed: from the retiring thread itself (unregister from inside)
+        // program order makes the store visible; for a retire on another
+        // thread this is only an early stop, since that thread waits for the
+        // call to leave (`in_flight`) before it goes on.
+        self.retired.load(Ordering::Relaxed)
+    }
+
     /// Calls of `epoch` still running.
     pub fn in_flight(&self, epoch: u32) -> u32 {
         // Acquire: pairs with `leave`'s release (load half of the handshake).
@@ -133,6 +144,7 @@ mod tests {
         assert!(gate.enter(0));
         gate.retire();
         assert!(!gate.enter(0));
+        assert!(gate.is_retired());
         assert_eq!(gate.in_flight(0), 1, "only the call that got in");
         gate.leave(0);
         assert_eq!(gate.in_flight(0), 0);

@@ -19,7 +19,11 @@
 //!
 //! A thread that unregisters from inside a handler does not wait for the
 //! calls it is itself inside (a thread-local list of the registrations this
-//! thread is in): it waits only for calls on other threads. Two handlers on
+//! thread is in): it waits only for calls on other threads. The call it is
+//! inside makes no further handler call: a per-lane handler is not called
+//! for the packet's remaining lanes (they get the error value), so nothing
+//! runs the handler after `unregister` returns except the very call that
+//! unregistered it. Two handlers on
 //! two listener threads that unregister each other at the same moment would
 //! wait for each other forever; that is documented, as for disableHostcalls.
 //! In a forked child the parent's running calls do not count (the gate's
@@ -168,6 +172,13 @@ impl Registration {
         }
         let _ = INSIDE.try_with(|inside| inside.borrow_mut().push(Arc::as_ptr(self) as usize));
         Some(Call { registration: Arc::clone(self), epoch })
+    }
+
+    /// True once the registration is being (or was) unregistered: a running
+    /// call makes no further handler call (the per-lane loop checks it
+    /// before each lane).
+    pub fn is_retired(&self) -> bool {
+        self.gate.is_retired()
     }
 
     /// Refuses new calls and waits until the calls running on other threads

@@ -224,17 +224,19 @@ pub mod device {
     use super::*;
     use crate::hostcall::sync::AtomicU32;
 
-    /// Claims a free packet: sets its occupancy bit (relaxed fetch_or, as
-    /// the device library) and keeps it if the phases are equal, else gives
-    /// the bit back and tries the next packet. One pass over the packets;
-    /// None if every packet was taken.
+    /// Claims a free packet: sets its occupancy bit (acquire fetch_or; the
+    /// device library's relaxed one is a hazard, see
+    /// docs/phase-bit-device-ordering.md) and keeps it if the phases are
+    /// equal, else gives the bit back and tries the next packet. One pass
+    /// over the packets; None if every packet was taken.
     pub fn claim(buffer: &PhaseBuffer, occupied: &[AtomicU32]) -> Option<PhaseIndex> {
         for i in 0..buffer.packets() {
             let (word, bit) = ((i / 32) as usize, 1u32 << (i % 32));
-            // Acquire (the device library uses relaxed and relies on the
-            // GPU's coherent device-scope atomics): pairs with the previous
-            // owner's release in `release`, so its accesses to the packet
-            // happen before ours. The host never touches the bitmap.
+            // Acquire: pairs with the previous owner's release in `release`,
+            // so its accesses to the packet (its answer loads) happen before
+            // our request stores. The device library uses relaxed here and in
+            // its clear, which loses answers on a GPU
+            // (tests/loom_phase_device.rs). The host never touches the bitmap.
             if occupied[word].fetch_or(bit, Ordering::Acquire) & bit != 0 {
                 continue;
             }

@@ -24,6 +24,13 @@
 //! * Enabling a buffer that is already enabled → false, logged; the first
 //!   registration stays intact and the buffer is not re-initialized (waves may
 //!   be using it). A buffer overlapping another enabled buffer → false.
+//! * Enabling a buffer (or a range overlapping one) that was disabled from
+//!   inside one of its own services while that service still runs: from the
+//!   thread running it → refused (`StillServing`, logged, nothing changed;
+//!   enable it after the service returned); from another thread → enable
+//!   first waits until the listener has left the old buffer (its answer is
+//!   written back), as disable waits. Initializing it earlier would serve the
+//!   old packet twice (phase-bit) or lose its answer (classic).
 //! * Disabling a NULL, unknown or already disabled buffer → no-op, logged.
 //!   A `queue` different from the one given at enable is logged and ignored
 //!   (the buffer address is the key).
@@ -89,6 +96,9 @@ pub enum EnableError {
     AddressRange,
     AlreadyEnabled,
     Overlaps(usize),
+    /// The buffer (or one it overlaps, at this key) was disabled from inside
+    /// one of its own services, which this thread is still running.
+    StillServing(usize),
     Exiting,
     Hsa(String),
     Thread(String),
@@ -118,6 +128,12 @@ impl core::fmt::Display for EnableError {
             EnableError::Overlaps(other) => {
                 write!(f, "buffer overlaps the enabled buffer {other:#x}")
             }
+            EnableError::StillServing(other) => write!(
+                f,
+                "buffer {other:#x} was disabled from inside one of its own hostcall services, which \
+                 this thread is still running; enable it after that service has returned (nothing \
+                 was changed)"
+            ),
             EnableError::Exiting => write!(f, "the process is exiting"),
             EnableError::Hsa(e) => write!(f, "HSA unavailable: {e}"),
             EnableError::Thread(e) => write!(f, "{e}"),
@@ -151,6 +167,10 @@ struct ActiveListener {
 #[derive(Default)]
 struct Control {
     entries: Vec<Arc<Entry>>,
+    /// Buffers disabled from inside one of their own services, kept until
+    /// the listener has left them (`enable` of an overlapping range waits
+    /// for that, or refuses on the thread still inside).
+    draining: Vec<Arc<Entry>>,
     listener: Option<ActiveListener>,
 }
 
@@ -271,6 +291,25 @@ pub unsafe fn enable_with(
 
     let state = state();
     let mut control = lock(state);
+    // A buffer disabled from inside its own service is still being served
+    // until that service returns and its answer is written back: initializing
+    // it now would serve the old packet twice (phase-bit) or lose its answer
+    // (classic). Another thread waits until the listener has left (as
+    // disable does); the thread inside cannot, so it is refused.
+    loop {
+        control.draining.retain(|entry| !entry.gate.is_idle());
+        let busy =
+            control.draining.iter().find(|entry| key < entry.key + entry.buffer.size() && entry.key < end);
+        let Some(busy) = busy.map(Arc::clone) else {
+            break;
+        };
+        if listener::serving_on_this_thread(&busy.gate) {
+            return Err(EnableError::StillServing(busy.key));
+        }
+        drop(control);
+        wait_until_idle(&busy.gate, busy.key);
+        control = lock(state);
+    }
     if listener::EXITING.load(Ordering::SeqCst) {
         return Err(EnableError::Exiting);
     }
@@ -328,7 +367,11 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         let mut control = lock(state());
         let index = control.entries.iter().position(|e| e.key == key).ok_or(DisableError::NotEnabled)?;
         let entry = control.entries.remove(index);
-        entry.gate.close();
+        if !entry.gate.close() && listener::serving_on_this_thread(&entry.gate) {
+            // Disabled from inside its own service: the listener is still in
+            // the buffer; an enable of it must not initialize it meanwhile.
+            control.draining.push(Arc::clone(&entry));
+        }
         let shared =
             Arc::clone(&control.listener.as_ref().expect("an enabled buffer has a listener").listener);
         shared.publish(&control.entries);

@@ -228,12 +228,21 @@ impl Services {
 /// Runs a registered handler on `packet`. A C handler that returns non-zero
 /// failed: its lane (per-lane handler) or every active lane (per-packet
 /// handler) gets `ERROR_VALUE` in slot[0]; the other words stay as the
-/// handler left them.
+/// handler left them. A per-lane handler unregistered during the packet (by
+/// itself from one of its lanes, or by another thread) is not called for the
+/// lanes after that: they get `ERROR_VALUE` in slot[0].
 fn run_handler(registration: &Registration, packet: &mut HostPacket) {
     let service = packet.service;
     let buffer = packet.buffer;
     match &registration.handler {
         Handler::Lane { function, user_data } => packet.for_each_active_lane(|_, lane, slot| {
+            // Unregistered meanwhile (from inside a lane call, or by another
+            // thread that now waits for this call): no more calls; the lanes
+            // left get the error value.
+            if registration.is_retired() {
+                slot[0] = ERROR_VALUE;
+                return;
+            }
             // SAFETY: the registration contract: `function` has the lane
             // handler signature and may be called with `user_data` until it is
             // unregistered (this call is counted, so unregister waits for it);
