@@ -263,8 +263,9 @@ amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_register_packet_handler(u
 
 /**
  * Unregisters the handler of `service` for `buffer` (NULL: the one for every
- * buffer), or the default DEVMEM service enabled for that scope (whose
- * remaining blocks it frees). When it returns, the handler runs no more and
+ * buffer), or the default DEVMEM service enabled for that scope (which
+ * frees the remaining blocks of its pool and agents if it was their last
+ * registration, or its buffer their last buffer). When it returns, the handler runs no more and
  * no call of it is running, except one this thread is inside: called from
  * the handler itself it does not wait for itself (that call finishes after
  * the return). Called from another handler it waits like any caller (two
