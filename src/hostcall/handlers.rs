@@ -488,6 +488,27 @@ mod tests {
     }
 
     #[test]
+    fn register_with_sees_the_registrations_and_makes_nothing_for_a_taken_scope() {
+        let table = HandlerTable::new();
+        table.register(7, None, lane(1)).unwrap();
+        let mut seen = 0;
+        table
+            .register_with(8, Some(0x1000), |registrations| {
+                seen = registrations.len();
+                lane(2)
+            })
+            .unwrap();
+        assert_eq!(seen, 1, "the factory saw the registration there was");
+        let mut made = false;
+        let taken = table.register_with(8, Some(0x1000), |_| {
+            made = true;
+            lane(3)
+        });
+        assert_eq!(taken, Err(HandlerError::AlreadyRegistered));
+        assert!(!made, "no handler is made for a scope that is taken");
+    }
+
+    #[test]
     fn the_buffers_own_handler_wins_over_the_global_one() {
         let table = HandlerTable::new();
         assert!(table.enter(7, 0x1000).is_none(), "empty table");

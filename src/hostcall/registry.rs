@@ -567,7 +567,8 @@ static AT_UNLOAD: extern "C" fn() = at_unload;
 
 /// Runs when the library is loaded, before any thread can use it: the fork
 /// child handler is then in place before any lock exists (the `Once` in
-/// `install_fork_hook` is only the fallback, and is never running at a fork).
+/// `install_fork_hook` is only the fallback; a fork can find it running only
+/// if it races the library's own load).
 extern "C" fn at_load() {
     install_fork_hook();
 }
