@@ -74,6 +74,7 @@ fn sigpipe_set() -> libc::sigset_t {
 
 /// Blocks SIGPIPE in the calling thread for the rest of its life (threads
 /// the library creates: their writes then fail with EPIPE instead).
+#[cfg_attr(not(feature = "rocclr-hostcall"), allow(dead_code))]
 pub fn block_sigpipe_in_this_thread() {
     let set = sigpipe_set();
     // SAFETY: `set` is an initialized sigset_t; the old mask is not wanted.
