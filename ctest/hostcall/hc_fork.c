@@ -374,6 +374,18 @@ int main(int argc, char** argv) {
   hc_hsa_init();
   const char* only = argc > 1 ? argv[1] : NULL;
   if (only == NULL || strcmp(only, "sigpipe") == 0) HC_RUN(test_sigpipe);
-  if (only == NULL || strcmp(only, "fork") == 0) HC_RUN(test_fork_churn);
+  if (only == NULL || strcmp(only, "fork") == 0) {
+#if defined(__SANITIZE_THREAD__)
+    /* In the child of a multi-threaded fork glibc hands the parent's thread
+     * stacks to new threads; TSan's copied thread registry then sees a
+     * "dup thread with used id" and ends the child. */
+    printf("skip test_fork_churn: ThreadSanitizer cannot follow threads started in the child of a "
+           "multi-threaded fork\n");
+    (void)test_fork_churn;
+    if (only != NULL) return hc_failures == 0 ? 77 : 1;
+#else
+    HC_RUN(test_fork_churn);
+#endif
+  }
   return hc_failures == 0 ? 0 : 1;
 }
