@@ -279,8 +279,9 @@ amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_register_packet_handler(u
 
 /**
  * Unregisters the handler of `service` for `buffer` (NULL: the one for every
- * buffer), or the default DEVMEM service enabled for that scope (whose
- * remaining blocks it frees). When it returns, the handler runs no more and
+ * buffer), or the default DEVMEM service enabled for that scope (which
+ * frees the remaining blocks of its pool and agents if it was their last
+ * registration, or its buffer their last buffer). When it returns, the handler runs no more and
  * no call of it is running, except one this thread is inside: called from
  * the handler itself it does not wait for itself (that call finishes after
  * the return, and is the last: a per-lane handler is not called for the
@@ -302,9 +303,14 @@ amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_unregister_handler(uint32
  * default service: device allocations come from the HSA memory pool
  * `pool_handle` (an `hsa_amd_memory_pool_t` handle), the `agent_count`
  * agents of `agent_handles` (`hsa_agent_t` handles; usually the GPU) get
- * access, and frees return blocks to the pool. Disabling a buffer frees the
- * blocks its requests made; unregistering the service (service 3, same
- * scope) frees all of them. A ROCclr-like runtime registers its own DEVMEM
+ * access, and frees return blocks to the pool. The blocks belong to the
+ * device, not to one buffer: every registration with the same pool and
+ * agents shares one book, so a block allocated through buffer A may be
+ * freed (or used) through buffer B of that scope, also after A is disabled.
+ * The blocks left are freed when the scope ends: its last buffer (one that
+ * was registered for, or made a request) is disabled, or its last
+ * registration is unregistered (service 3, same scope). A forked child
+ * inherits no registration. A ROCclr-like runtime registers its own DEVMEM
  * handler instead.
  *
  * Errors: `_ERROR_INVALID_ARGUMENT` (zero pool handle, NULL agents, a count

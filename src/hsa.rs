@@ -22,18 +22,23 @@ pub const HSA_LIBRARY_ENV: &str = "AMDGPU_DROPIN_HSA_LIBRARY";
 static LOADED: OnceLock<Result<sys::Library, String>> = OnceLock::new();
 
 fn loaded_library() -> Result<sys::Library, String> {
-    LOADED
-        .get_or_init(|| {
-            let name = std::env::var(HSA_LIBRARY_ENV)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .and_then(|v| std::ffi::CString::new(v).ok());
-            match name {
-                Some(name) => sys::Library::open(&name),
-                None => sys::Library::open(HSA_LIBRARY_SONAME),
-            }
-        })
-        .clone()
+    if let Some(loaded) = LOADED.get() {
+        return loaded.clone();
+    }
+    // Loaded outside the OnceLock: a fork while another thread is inside a
+    // long initializer would leave the child's OnceLock "running" forever.
+    // Two threads may both dlopen: the loader returns the same object (one
+    // extra reference, never closed); the first result is kept.
+    let name = std::env::var(HSA_LIBRARY_ENV)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .and_then(|v| std::ffi::CString::new(v).ok());
+    let opened = match name {
+        Some(name) => sys::Library::open(&name),
+        None => sys::Library::open(HSA_LIBRARY_SONAME),
+    };
+    let _ = LOADED.set(opened);
+    LOADED.get().cloned().unwrap_or_else(|| Err("HSA library state unavailable".into()))
 }
 
 /// Resolves HSA function `name`: from the process first, else from the loaded library.

@@ -5,26 +5,130 @@
 //! (`hostcall/printf/cfmt.rs`); the device-shared memory of hostcall buffers
 //! is touched only by `hostcall/buffer.rs`.
 
+use core::cell::Cell;
 use core::ffi::{c_void, CStr};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 /// Writes all of `bytes` to `fd`, retrying on EINTR and short writes; gives up
-/// silently on any other error (diagnostics must never fail the caller).
-/// Returns the number of bytes written.
+/// on any other error (diagnostics must never fail the caller). Returns the
+/// number of bytes written.
+///
+/// A write to a pipe whose reader is gone must not kill the process with
+/// SIGPIPE (the application's disposition is left alone): the library's own
+/// threads block SIGPIPE for good (`block_sigpipe_in_this_thread`); on any
+/// other thread SIGPIPE is blocked around the write, and a SIGPIPE the write
+/// raised is taken back before the old mask returns. The first EPIPE is
+/// logged once for the process.
 pub fn write_all(fd: libc::c_int, bytes: &[u8]) -> usize {
     let mut written = 0;
     while written < bytes.len() {
         let rest = &bytes[written..];
-        // SAFETY: `rest` is a live slice; write(2) reads at most `rest.len()` bytes from it.
-        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        let n = write_without_sigpipe(fd, rest);
         if n > 0 {
             written += n as usize;
-        } else if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
             continue;
-        } else {
-            break;
         }
+        let error = if n < 0 { std::io::Error::last_os_error().raw_os_error() } else { None };
+        if error == Some(libc::EINTR) {
+            continue;
+        }
+        if error == Some(libc::EPIPE) {
+            note_broken_pipe(fd);
+        }
+        break;
     }
     written
+}
+
+/// Set once the first EPIPE was seen (and logged).
+static BROKEN_PIPE_SEEN: AtomicBool = AtomicBool::new(false);
+
+fn note_broken_pipe(fd: libc::c_int) {
+    // Relaxed: only deduplicates a diagnostic.
+    if !BROKEN_PIPE_SEEN.swap(true, Ordering::Relaxed) {
+        // Likely to the same broken pipe (stderr): then this line is lost
+        // too, quietly, and never repeated.
+        crate::log!(
+            crate::log::Level::Warning,
+            "writing to fd {fd}: the pipe's reader is gone (EPIPE); output written there is dropped \
+             (said once; the process goes on)"
+        );
+    }
+}
+
+thread_local! {
+    /// True on a thread that blocked SIGPIPE for its whole life.
+    static SIGPIPE_BLOCKED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn sigpipe_set() -> libc::sigset_t {
+    let mut set = core::mem::MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: `set` is writable storage for one sigset_t; sigemptyset
+    // initializes it and sigaddset adds a valid signal number.
+    unsafe {
+        libc::sigemptyset(set.as_mut_ptr());
+        libc::sigaddset(set.as_mut_ptr(), libc::SIGPIPE);
+        set.assume_init()
+    }
+}
+
+/// Blocks SIGPIPE in the calling thread for the rest of its life (threads
+/// the library creates: their writes then fail with EPIPE instead).
+#[cfg_attr(not(feature = "rocclr-hostcall"), allow(dead_code))]
+pub fn block_sigpipe_in_this_thread() {
+    let set = sigpipe_set();
+    // SAFETY: `set` is an initialized sigset_t; the old mask is not wanted.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, core::ptr::null_mut()) };
+    if rc == 0 {
+        let _ = SIGPIPE_BLOCKED.try_with(|b| b.set(true));
+    }
+}
+
+/// One write(2); a SIGPIPE it raises is never delivered.
+fn write_without_sigpipe(fd: libc::c_int, bytes: &[u8]) -> isize {
+    let write = || {
+        // SAFETY: `bytes` is a live slice; write(2) reads at most `bytes.len()` bytes from it.
+        unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) }
+    };
+    if SIGPIPE_BLOCKED.try_with(|b| b.get()).unwrap_or(false) {
+        // Blocked for good here: a SIGPIPE stays pending on this thread,
+        // never delivered.
+        return write();
+    }
+    let set = sigpipe_set();
+    let mut old = core::mem::MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: `set` is initialized; `old` is writable storage for the old mask.
+    if unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, old.as_mut_ptr()) } != 0 {
+        return write();
+    }
+    // SAFETY: pthread_sigmask succeeded, so it filled `old`.
+    let old = unsafe { old.assume_init() };
+    let mut pending = core::mem::MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: `pending` is writable storage for one sigset_t.
+    let pending_before = unsafe {
+        libc::sigpending(pending.as_mut_ptr()) == 0 && libc::sigismember(pending.as_ptr(), libc::SIGPIPE) == 1
+    };
+    let n = write();
+    let error = std::io::Error::last_os_error();
+    if n < 0 && error.raw_os_error() == Some(libc::EPIPE) && !pending_before {
+        // Take back the SIGPIPE this write raised (pending on this thread
+        // while blocked), so it is not delivered when the mask returns.
+        let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `set` is initialized; NULL info is allowed; `zero` is a valid timeout.
+        while unsafe { libc::sigtimedwait(&set, core::ptr::null_mut(), &zero) } < 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+    }
+    // SAFETY: `old` is the mask pthread_sigmask returned above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut()) };
+    if n < 0 {
+        // Restore errno for the caller's check (the calls above may change it).
+        if let Some(code) = error.raw_os_error() {
+            // SAFETY: __errno_location returns this thread's errno slot.
+            unsafe { *libc::__errno_location() = code };
+        }
+    }
+    n
 }
 
 /// Looks `name` up among the symbols already loaded in the process.
@@ -159,4 +263,51 @@ pub fn pin_object_containing(addr: *const c_void) -> Result<String, String> {
         return Err(format!("dlopen({path}, RTLD_NOLOAD|RTLD_NODELETE): {}", last_dlerror()));
     }
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipe_without_reader() -> libc::c_int {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: fds[0] is the read end just created; nothing else uses it.
+        unsafe { libc::close(fds[0]) };
+        fds[1]
+    }
+
+    fn sigpipe_pending() -> bool {
+        let mut pending = core::mem::MaybeUninit::<libc::sigset_t>::zeroed();
+        // SAFETY: `pending` is writable storage for one sigset_t.
+        unsafe {
+            libc::sigpending(pending.as_mut_ptr()) == 0
+                && libc::sigismember(pending.as_ptr(), libc::SIGPIPE) == 1
+        }
+    }
+
+    #[test]
+    fn a_write_to_a_pipe_without_reader_neither_kills_nor_leaves_a_signal() {
+        // Default disposition (the test harness leaves SIGPIPE alone? Rust
+        // ignores it at startup; make it the C default for this thread's
+        // check to mean something).
+        // SAFETY: SIG_DFL is a valid disposition for SIGPIPE.
+        let previous = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let fd = pipe_without_reader();
+        std::thread::spawn(move || {
+            assert_eq!(write_all(fd, b"lost\n"), 0, "a caller's thread");
+            assert!(!sigpipe_pending(), "the SIGPIPE the write raised was taken back");
+            block_sigpipe_in_this_thread();
+            assert_eq!(write_all(fd, b"lost too\n"), 0, "a library thread");
+        })
+        .join()
+        .unwrap();
+        assert!(BROKEN_PIPE_SEEN.load(Ordering::Relaxed));
+        // SAFETY: restores the disposition saved above; `fd` is ours.
+        unsafe {
+            libc::signal(libc::SIGPIPE, previous);
+            libc::close(fd);
+        }
+    }
 }

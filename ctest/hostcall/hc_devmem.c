@@ -176,6 +176,47 @@ static void test_buffer_scope_and_runtime_handler(void) {
   hc_free_buffer(b);
 }
 
+/* Device malloc's heap is the device's: a block that a request on buffer A
+ * made may be freed through buffer B served from the same pool and agents
+ * (one book for the scope), also after A is disabled; the blocks left are
+ * freed when the scope's last buffer goes. `global`: one service for every
+ * buffer; else one per buffer, with the same pool and agent. */
+static void cross_buffer_free(bool global) {
+  void* a = hc_alloc_buffer(PACKETS);
+  void* b = hc_alloc_buffer(PACKETS);
+  HC_REQUIRE(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
+  const uint64_t base = hc_live_pool_blocks();
+  if (global) {
+    HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem for every buffer");
+  } else {
+    HC_REQUIRE(enable_devmem(a) == AMDGPU_DROPIN_HOSTCALL_OK && enable_devmem(b) == AMDGPU_DROPIN_HOSTCALL_OK,
+               "devmem for A and for B");
+  }
+  uint64_t made_on_a = request(a, 5, 0, 2u << 20);
+  uint64_t kept_on_a = request(a, 6, 0, 4096);
+  uint64_t made_on_b = request(b, 0, 0, 4096);
+  HC_REQUIRE(made_on_a != 0 && kept_on_a != 0 && made_on_b != 0, "allocations");
+  HC_CHECK(hc_live_pool_blocks() == base + 3, "%llu live", (unsigned long long)hc_live_pool_blocks());
+  hc_disable(a, NULL);
+  HC_CHECK(hc_live_pool_blocks() == base + 3,
+           "disabling A freed blocks B may still use: %llu live (want %llu)",
+           (unsigned long long)hc_live_pool_blocks(), (unsigned long long)(base + 3));
+  HC_CHECK(request(b, 1, made_on_a, 0) == 0, "free answered");
+  HC_CHECK(hc_live_pool_blocks() == base + 2, "A's block, freed through B, is still live: %llu (want %llu)",
+           (unsigned long long)hc_live_pool_blocks(), (unsigned long long)(base + 2));
+  hc_disable(b, NULL);
+  HC_CHECK(hc_live_pool_blocks() == base, "the scope's last buffer went: %llu live (want %llu)",
+           (unsigned long long)hc_live_pool_blocks(), (unsigned long long)base);
+  if (global) {
+    HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
+  }
+  hc_free_buffer(a);
+  hc_free_buffer(b);
+}
+
+static void test_cross_buffer_free_one_service(void) { cross_buffer_free(true); }
+static void test_cross_buffer_free_per_buffer_services(void) { cross_buffer_free(false); }
+
 /* Waves allocate and free concurrently on two buffers. */
 typedef struct wave_arg {
   void* buffer;
@@ -274,6 +315,8 @@ int main(int argc, char** argv) {
   HC_RUN(test_unserved_answers_zero_and_logs_once);
   HC_RUN(test_default_service);
   HC_RUN(test_buffer_scope_and_runtime_handler);
+  HC_RUN(test_cross_buffer_free_one_service);
+  HC_RUN(test_cross_buffer_free_per_buffer_services);
   HC_RUN(test_concurrent_waves);
   return hc_failures == 0 ? 0 : 1;
 }

@@ -595,10 +595,18 @@ static void* fork_wave(void* buffer) {
 }
 
 /* In the child the parent's running call never ends (its thread is not
- * there): unregistering must not wait for it. */
+ * there), and the parent's registrations are not the child's (a child
+ * inherits none): unregistering finds nothing and waits for nothing; the
+ * child registers and unregisters its own. */
 static int child_unregister_after_fork(void) {
-  return amdgpu_dropin_hostcall_unregister_handler(SERVICE_FORK, NULL) == AMDGPU_DROPIN_HOSTCALL_OK ? 0
-                                                                                                     : 1;
+  if (amdgpu_dropin_hostcall_unregister_handler(SERVICE_FORK, NULL) != AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED) {
+    return 1;
+  }
+  if (amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FORK, NULL, blocking_lane, NULL) !=
+      AMDGPU_DROPIN_HOSTCALL_OK) {
+    return 2;
+  }
+  return amdgpu_dropin_hostcall_unregister_handler(SERVICE_FORK, NULL) == AMDGPU_DROPIN_HOSTCALL_OK ? 0 : 3;
 }
 
 static void test_fork_while_a_handler_runs(void) {

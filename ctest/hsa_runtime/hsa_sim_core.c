@@ -42,6 +42,23 @@ static pthread_mutex_t g_meta_lock = PTHREAD_MUTEX_INITIALIZER;
 void sim_lock(void) { pthread_mutex_lock(&g_state_lock); }
 void sim_unlock(void) { pthread_mutex_unlock(&g_state_lock); }
 
+/* fork: both locks are taken before and released after (in parent and
+ * child), so a child never inherits one held by a thread it does not have
+ * (the order is the one the code nests them in: state, then meta). A child
+ * then uses the parent's runtime state as its own, as a forked child of a
+ * process with a working runtime would have to. */
+static void sim_before_fork(void) {
+  pthread_mutex_lock(&g_state_lock);
+  pthread_mutex_lock(&g_meta_lock);
+}
+static void sim_after_fork(void) {
+  pthread_mutex_unlock(&g_meta_lock);
+  pthread_mutex_unlock(&g_state_lock);
+}
+__attribute__((constructor)) static void sim_install_fork_handlers(void) {
+  pthread_atfork(sim_before_fork, sim_after_fork, sim_after_fork);
+}
+
 /* hsa_init reference count. Written under g_state_lock; the release store
  * that makes it non-zero publishes sim_active_config to readers that load it
  * with acquire. */

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use hsa_sys::{hsa_agent_t, hsa_amd_memory_pool_t};
 
 use crate::ffi::panic::PanicFallback;
-use crate::hostcall::devmem::{DevmemService, HsaPool, PoolError, SERVICE_DEVMEM};
+use crate::hostcall::devmem::{DevmemBook, DevmemService, HsaPool, PoolError, SERVICE_DEVMEM};
 use crate::hostcall::handlers::{self, Handler, HandlerError};
 use crate::hostcall::layout::BUFFER_ALIGNMENT;
 use crate::hostcall::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn};
@@ -206,8 +206,9 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_packet_handler(
 }
 
 /// Unregisters the handler of `service` for `buffer` (NULL: the one for every
-/// buffer), or the default DEVMEM service enabled for that scope (whose
-/// remaining blocks it frees). When it returns, the handler runs no more and
+/// buffer), or the default DEVMEM service enabled for that scope (which
+/// frees the remaining blocks of its pool and agents if it was their last
+/// registration, or its buffer their last buffer). When it returns, the handler runs no more and
 /// no call of it is running, except one this thread is inside: called from
 /// the handler itself it does not wait for itself (that call finishes after
 /// the return, and is the last: a per-lane handler is not called for the
@@ -237,9 +238,14 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_unregister_handler(
 /// default service: device allocations come from the HSA memory pool
 /// `pool_handle` (an `hsa_amd_memory_pool_t` handle), the `agent_count`
 /// agents of `agent_handles` (`hsa_agent_t` handles; usually the GPU) get
-/// access, and frees return blocks to the pool. Disabling a buffer frees the
-/// blocks its requests made; unregistering the service (service 3, same
-/// scope) frees all of them. A ROCclr-like runtime registers its own DEVMEM
+/// access, and frees return blocks to the pool. The blocks belong to the
+/// device, not to one buffer: every registration with the same pool and
+/// agents shares one book, so a block allocated through buffer A may be
+/// freed (or used) through buffer B of that scope, also after A is disabled.
+/// The blocks left are freed when the scope ends: its last buffer (one that
+/// was registered for, or made a request) is disabled, or its last
+/// registration is unregistered (service 3, same scope). A forked child
+/// inherits no registration. A ROCclr-like runtime registers its own DEVMEM
 /// handler instead.
 ///
 /// Errors: `_ERROR_INVALID_ARGUMENT` (zero pool handle, NULL agents, a count
@@ -280,8 +286,25 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
                     PoolError::BadPool(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL,
                 }
             })?;
-            let service = Arc::new(DevmemService::new(pool));
-            handlers::table().register(SERVICE_DEVMEM, scope, Handler::Builtin(service)).map_err(Status::from)
+            // One book per pool and agents: every buffer served from them
+            // shares its blocks (device malloc's heap is the device's).
+            let mut key = handles.to_vec();
+            key.sort_unstable();
+            key.insert(0, pool_handle);
+            handlers::table()
+                .register_with(SERVICE_DEVMEM, scope, |registrations| {
+                    let shared = registrations.iter().find_map(|r| match &r.handler {
+                        Handler::Builtin(s) => s
+                            .as_any()
+                            .downcast_ref::<DevmemService<HsaPool>>()
+                            .filter(|s| s.book().key() == key.as_slice())
+                            .map(|s| Arc::clone(s.book())),
+                        _ => None,
+                    });
+                    let book = shared.unwrap_or_else(|| Arc::new(DevmemBook::new(pool, key)));
+                    Handler::Builtin(Arc::new(DevmemService::with_book(book, scope)))
+                })
+                .map_err(Status::from)
         })();
         report("amdgpu_dropin_hostcall_devmem_enable", SERVICE_DEVMEM, buffer, result)
     })

@@ -23,16 +23,29 @@
 //! answers the address; a failed grant frees the block and answers 0. Frees
 //! with `hsa_amd_memory_pool_free` an address it handed out (on any buffer
 //! the service serves) and answers 0. An unknown address, or both words 0, is
-//! logged and answered 0; nothing aborts. Every allocation is remembered with
-//! the buffer that asked for it: disabling that buffer frees what it left,
-//! and unregistering the service frees everything. No HSA call is made at
-//! process exit or in a forked child (the blocks belong to the runtime that
-//! made them).
+//! logged and answered 0; nothing aborts.
+//!
+//! # Who owns a block
+//!
+//! Device malloc's heap belongs to the device, not to one queue: a kernel on
+//! queue B may free, or go on using, a block a kernel on queue A allocated
+//! (ROCclr tracks the blocks per device and releases them when the device
+//! goes). Here the blocks belong to the service scope, one memory pool and
+//! its agents: every registration enabled with the same pool and agents
+//! (for one buffer or for every buffer) shares one `DevmemBook`. A buffer
+//! belongs to the scope from its registration (a per-buffer one) or its
+//! first request; a block made through one buffer may be freed through any
+//! other of the scope, also after the first was disabled. The blocks left
+//! are freed when the scope ends: its last buffer is disabled, or its last
+//! registration is unregistered. No HSA call is made at process exit or in a
+//! forked child (the blocks belong to the runtime that made them; a child
+//! starts with no registrations and no books, see docs/process.md).
 
 use core::ffi::c_void;
-use std::collections::HashMap;
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use hsa_sys::*;
 
@@ -74,42 +87,118 @@ pub trait PoolMemory: Send + Sync {
     fn free(&self, address: u64) -> Result<(), String>;
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Allocation {
-    buffer: usize,
-    size: u64,
+/// What a book knows of its blocks and of the buffers it serves.
+#[derive(Default)]
+struct Books {
+    /// Live blocks: address -> (size, buffer whose request made it).
+    blocks: HashMap<u64, (u64, usize)>,
+    /// Enabled buffers of the scope: those that made a request, and the
+    /// buffer of a per-buffer registration.
+    members: HashSet<usize>,
+    /// Registrations whose service uses this book.
+    services: usize,
 }
 
-/// The default DEVMEM service over one memory pool.
-pub struct DevmemService<M: PoolMemory> {
+/// The blocks of one service scope: one memory pool and its agents. Device
+/// malloc's heap belongs to the device, not to one queue: every buffer
+/// served with the same pool and agents shares one book, so a block that a
+/// request on buffer A made can be freed (or used on) through buffer B.
+/// The blocks left are freed when the scope ends: its last member buffer is
+/// disabled, or its last service is unregistered.
+pub struct DevmemBook<M: PoolMemory> {
     memory: M,
-    /// Live blocks by address.
-    allocations: Mutex<HashMap<u64, Allocation>>,
+    /// What the scope is (pool and sorted agents), to find the book again.
+    key: Vec<u64>,
+    books: Mutex<Books>,
     /// The fork epoch the blocks belong to.
     epoch: u64,
 }
 
-impl<M: PoolMemory> DevmemService<M> {
-    pub fn new(memory: M) -> DevmemService<M> {
-        DevmemService {
+impl<M: PoolMemory> DevmemBook<M> {
+    pub fn new(memory: M, key: Vec<u64>) -> DevmemBook<M> {
+        DevmemBook {
             memory,
-            allocations: Mutex::new(HashMap::new()),
+            key,
+            books: Mutex::new(Books::default()),
             // Relaxed: only this process's own view of the epoch matters.
             epoch: listener::FORK_EPOCH.load(Ordering::Relaxed),
         }
     }
 
-    fn allocations(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Allocation>> {
-        // Every update is one insert or remove: a poisoned map is consistent.
-        self.allocations.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    pub fn key(&self) -> &[u64] {
+        &self.key
     }
 
-    /// Live blocks (and their bytes) made for `buffer` (None: all).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Books> {
+        // Every update is one insert or remove: a poisoned book is consistent.
+        self.books.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Live blocks (and their bytes) made by requests of `buffer` (None: all).
     pub fn live(&self, buffer: Option<usize>) -> (usize, u64) {
-        self.allocations()
+        self.lock()
+            .blocks
             .values()
-            .filter(|a| buffer.map_or(true, |b| a.buffer == b))
-            .fold((0, 0), |(n, bytes), a| (n + 1, bytes + a.size))
+            .filter(|(_, b)| buffer.map_or(true, |buffer| *b == buffer))
+            .fold((0, 0), |(n, bytes), (size, _)| (n + 1, bytes + size))
+    }
+
+    /// Takes every block out of the book and frees it (unless at exit or in
+    /// a forked child, where they belong to the runtime that made them).
+    fn free_all(&self, books: &mut Books, why: &str) {
+        if books.blocks.is_empty() {
+            return;
+        }
+        let taken: Vec<(u64, (u64, usize))> = books.blocks.drain().collect();
+        // Relaxed: a hint; see the module docs.
+        let usable = !listener::EXITING.load(Ordering::Relaxed)
+            && self.epoch == listener::FORK_EPOCH.load(Ordering::Relaxed);
+        crate::log!(
+            Level::Info,
+            "hostcall DEVMEM: {why}: {} block(s) the device did not free{}",
+            taken.len(),
+            if usable { " are freed" } else { " are left to the HSA runtime (exit or forked child)" }
+        );
+        if !usable {
+            return;
+        }
+        for (address, (size, buffer)) in taken {
+            if let Err(e) = self.memory.free(address) {
+                crate::log!(
+                    Level::Error,
+                    "hostcall DEVMEM: freeing {address:#x} ({size} bytes, made for buffer {buffer:#x}) failed: {e}"
+                );
+            }
+        }
+    }
+
+    /// `buffer` left the scope (disabled): the scope ends with its last member.
+    fn leave(&self, buffer: usize, why: &str) {
+        let mut books = self.lock();
+        if books.members.remove(&buffer) && books.members.is_empty() {
+            self.free_all(&mut books, why);
+        }
+    }
+
+    fn join(&self, buffer: Option<usize>) {
+        let mut books = self.lock();
+        books.services += 1;
+        if let Some(buffer) = buffer {
+            books.members.insert(buffer);
+        }
+    }
+
+    /// A service of the book was retired; its own buffer (if any) leaves.
+    fn retire(&self, buffer: Option<usize>) {
+        let mut books = self.lock();
+        books.services = books.services.saturating_sub(1);
+        let emptied = buffer.is_some_and(|buffer| books.members.remove(&buffer)) && books.members.is_empty();
+        if books.services == 0 {
+            books.members.clear();
+            self.free_all(&mut books, "last DEVMEM service of the pool unregistered");
+        } else if emptied {
+            self.free_all(&mut books, "last buffer of the pool's scope disabled");
+        }
     }
 
     /// Answers one lane: the value for slot[0].
@@ -117,20 +206,26 @@ impl<M: PoolMemory> DevmemService<M> {
         match decode(slot) {
             Request::Allocate { size } => match self.memory.allocate(size) {
                 Ok(address) => {
-                    self.allocations().insert(address, Allocation { buffer, size });
+                    let mut books = self.lock();
+                    books.members.insert(buffer);
+                    books.blocks.insert(address, (size, buffer));
                     address
                 }
                 Err(e) => {
                     crate::log!(
                         Level::Error,
                         "hostcall DEVMEM: buffer {buffer:#x} lane {lane}: allocating {size} bytes failed: \
-                         {e}; the lane gets 0"
+                             {e}; the lane gets 0"
                     );
                     0
                 }
             },
             Request::Free { address } => {
-                let known = self.allocations().remove(&address);
+                let known = {
+                    let mut books = self.lock();
+                    books.members.insert(buffer);
+                    books.blocks.remove(&address)
+                };
                 match known {
                     Some(_) => {
                         if let Err(e) = self.memory.free(address) {
@@ -158,55 +253,61 @@ impl<M: PoolMemory> DevmemService<M> {
             }
         }
     }
+}
 
-    /// Frees the blocks `select` picks.
-    fn free_where(&self, why: &str, mut select: impl FnMut(&Allocation) -> bool) {
-        let taken: Vec<(u64, Allocation)> = {
-            let mut allocations = self.allocations();
-            let addresses: Vec<u64> =
-                allocations.iter().filter(|(_, a)| select(a)).map(|(&address, _)| address).collect();
-            addresses.into_iter().filter_map(|a| allocations.remove(&a).map(|x| (a, x))).collect()
-        };
-        if taken.is_empty() {
-            return;
-        }
-        // Relaxed: a hint; see the module docs.
-        let usable = !listener::EXITING.load(Ordering::Relaxed)
-            && self.epoch == listener::FORK_EPOCH.load(Ordering::Relaxed);
-        crate::log!(
-            Level::Info,
-            "hostcall DEVMEM: {why}: {} block(s) the device did not free{}",
-            taken.len(),
-            if usable { " are freed" } else { " are left to the HSA runtime (exit or forked child)" }
-        );
-        if !usable {
-            return;
-        }
-        for (address, allocation) in taken {
-            if let Err(e) = self.memory.free(address) {
-                crate::log!(
-                    Level::Error,
-                    "hostcall DEVMEM: freeing {address:#x} ({} bytes, buffer {:#x}) failed: {e}",
-                    allocation.size,
-                    allocation.buffer
-                );
-            }
-        }
+/// The default DEVMEM service of one registration (one buffer or every
+/// buffer), over the book of its pool and agents (shared with every other
+/// registration of the same pool and agents).
+pub struct DevmemService<M: PoolMemory> {
+    book: Arc<DevmemBook<M>>,
+    /// The registration's buffer scope (None: every buffer).
+    buffer: Option<usize>,
+}
+
+impl<M: PoolMemory + 'static> DevmemService<M> {
+    /// A service with a book of its own.
+    pub fn new(memory: M) -> DevmemService<M> {
+        Self::with_book(Arc::new(DevmemBook::new(memory, Vec::new())), None)
+    }
+
+    /// A service for `buffer` (None: every buffer) over `book`.
+    pub fn with_book(book: Arc<DevmemBook<M>>, buffer: Option<usize>) -> DevmemService<M> {
+        book.join(buffer);
+        DevmemService { book, buffer }
+    }
+
+    pub fn book(&self) -> &Arc<DevmemBook<M>> {
+        &self.book
+    }
+
+    /// Live blocks (and their bytes) made for `buffer` (None: all).
+    pub fn live(&self, buffer: Option<usize>) -> (usize, u64) {
+        self.book.live(buffer)
+    }
+
+    /// Answers one lane: the value for slot[0].
+    pub fn serve_lane(&self, buffer: usize, lane: u32, slot: &[u64; 8]) -> u64 {
+        self.book.serve_lane(buffer, lane, slot)
     }
 }
 
-impl<M: PoolMemory> BuiltinService for DevmemService<M> {
+impl<M: PoolMemory + 'static> BuiltinService for DevmemService<M> {
     fn serve(&self, packet: &mut HostPacket) {
         let buffer = packet.buffer_key();
         packet.for_each_active_lane(|_, lane, slot| slot[0] = self.serve_lane(buffer, lane, slot));
     }
 
     fn forget_buffer(&self, buffer_key: usize) {
-        self.free_where(&format!("buffer {buffer_key:#x} disabled"), |a| a.buffer == buffer_key);
+        self.book
+            .leave(buffer_key, &format!("buffer {buffer_key:#x}, the last of the pool's scope, disabled"));
     }
 
     fn retire(&self) {
-        self.free_where("service unregistered", |_| true);
+        self.book.retire(self.buffer);
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
@@ -395,25 +496,60 @@ mod tests {
         assert_eq!(service.serve_lane(0x1000, 0, &slot(a, 0)), 0, "double free: unknown, answered 0");
         assert_eq!(service.serve_lane(0x1000, 0, &slot(0xdead_0000, 0)), 0);
         assert_eq!(service.serve_lane(0x1000, 0, &slot(0, 0)), 0);
-        assert_eq!(service.memory.frees.load(Ordering::SeqCst), 1, "only the known block reached the pool");
+        assert_eq!(
+            service.book.memory.frees.load(Ordering::SeqCst),
+            1,
+            "only the known block reached the pool"
+        );
         assert_eq!(service.live(None), (1, 128));
     }
 
     #[test]
-    fn a_block_may_be_freed_through_another_buffer_and_disable_frees_the_rest() {
+    fn a_block_may_be_freed_through_another_buffer_and_the_last_disable_frees_the_rest() {
         let service = DevmemService::new(FakePool::default());
         let a1 = service.serve_lane(0x1000, 0, &slot(0, 10));
-        let _a2 = service.serve_lane(0x1000, 0, &slot(0, 20));
+        let a2 = service.serve_lane(0x1000, 0, &slot(0, 20));
         let b1 = service.serve_lane(0x2000, 0, &slot(0, 30));
         assert_eq!(service.serve_lane(0x2000, 0, &slot(a1, 0)), 0, "freed via buffer B");
         assert_eq!(service.live(Some(0x1000)), (1, 20));
         service.forget_buffer(0x1000);
-        assert_eq!(service.live(Some(0x1000)), (0, 0));
-        assert_eq!(service.live(None), (1, 30));
-        assert_eq!(*service.memory.live.lock().unwrap(), [b1]);
+        assert_eq!(service.live(None), (2, 50), "A's block lives on: B may still use or free it");
+        assert_eq!(service.serve_lane(0x2000, 0, &slot(a2, 0)), 0, "A's block freed via B after A went");
+        assert_eq!(*service.book.memory.live.lock().unwrap(), [b1]);
+        service.forget_buffer(0x3000);
+        assert_eq!(service.live(None), (1, 30), "a buffer that never asked is not of the scope");
+        service.forget_buffer(0x2000);
+        assert_eq!(service.live(None), (0, 0), "the scope's last buffer went: the rest is freed");
+        assert!(service.book.memory.live.lock().unwrap().is_empty(), "nothing leaked");
+        service.retire();
+    }
+
+    #[test]
+    fn per_buffer_services_of_one_pool_share_one_book() {
+        let book = Arc::new(DevmemBook::new(FakePool::default(), vec![1, 2]));
+        let on_a = DevmemService::with_book(Arc::clone(&book), Some(0x1000));
+        let on_b = DevmemService::with_book(Arc::clone(&book), Some(0x2000));
+        let block = on_a.serve_lane(0x1000, 0, &slot(0, 64));
+        let kept = on_a.serve_lane(0x1000, 1, &slot(0, 32));
+        // Buffer A disabled: its own registration retires.
+        on_a.retire();
+        assert_eq!(book.live(None), (2, 96), "B still belongs to the scope");
+        assert_eq!(on_b.serve_lane(0x2000, 0, &slot(block, 0)), 0);
+        assert_eq!(book.memory.frees.load(Ordering::SeqCst), 1, "freed through B, known to the book");
+        on_b.retire();
+        assert_eq!(book.live(None), (0, 0), "last service gone: the rest is freed");
+        assert!(book.memory.live.lock().unwrap().is_empty());
+        let _ = kept;
+    }
+
+    #[test]
+    fn a_global_service_outlives_the_buffers_but_not_its_unregistration() {
+        let service = DevmemService::new(FakePool::default());
+        let _a = service.serve_lane(0x1000, 0, &slot(0, 10));
+        let _b = service.serve_lane(0x2000, 0, &slot(0, 10));
         service.retire();
         assert_eq!(service.live(None), (0, 0));
-        assert!(service.memory.live.lock().unwrap().is_empty(), "nothing leaked");
+        assert!(service.book.memory.live.lock().unwrap().is_empty());
     }
 
     #[test]
@@ -471,8 +607,8 @@ mod tests {
             }
         }
         let (live, _) = service.live(None);
-        assert_eq!(live, service.memory.live.lock().unwrap().len(), "the pool and the books agree");
+        assert_eq!(live, service.book.memory.live.lock().unwrap().len(), "the pool and the books agree");
         service.retire();
-        assert!(service.memory.live.lock().unwrap().is_empty());
+        assert!(service.book.memory.live.lock().unwrap().is_empty());
     }
 }

@@ -27,11 +27,13 @@
 //! two listener threads that unregister each other at the same moment would
 //! wait for each other forever; that is documented, as for disableHostcalls.
 //! In a forked child the parent's running calls do not count (the gate's
-//! count carries the fork epoch).
+//! count carries the fork epoch), and the child starts with an empty table
+//! (`forget_after_fork`): the parent's locks may be held by a thread that
+//! does not exist there, and its registrations are not the child's.
 
 use core::ffi::c_void;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::call_gate::CallGate;
@@ -52,6 +54,8 @@ pub trait BuiltinService: Send + Sync {
     /// The service was unregistered and no call of it runs any more (except
     /// one that unregistered it from inside): release everything.
     fn retire(&self);
+    /// For finding a service of a known type among the registrations.
+    fn as_any(&self) -> &dyn core::any::Any;
 }
 
 /// What runs for a registered service.
@@ -248,10 +252,40 @@ impl Default for HandlerTable {
 }
 
 /// The process's handler table (survives listener restarts: handlers may be
-/// registered before the first buffer is enabled).
+/// registered before the first buffer is enabled). Replaced (the old one
+/// leaked, never freed) in a forked child: its locks may be held by a thread
+/// of the parent that does not exist there, and its registrations (with the
+/// DEVMEM books of their built-in services) belong to the parent.
+static TABLE: AtomicPtr<HandlerTable> = AtomicPtr::new(core::ptr::null_mut());
+
 pub fn table() -> &'static HandlerTable {
-    static TABLE: std::sync::OnceLock<HandlerTable> = std::sync::OnceLock::new();
-    TABLE.get_or_init(HandlerTable::new)
+    // Before any table (and its locks) can exist: see `registry::install_fork_hook`.
+    super::registry::install_fork_hook();
+    // Acquire: pairs with the release CAS that installed the table.
+    let current = TABLE.load(Ordering::Acquire);
+    if !current.is_null() {
+        // SAFETY: tables are leaked, never freed, so the pointer stays valid.
+        return unsafe { &*current };
+    }
+    let fresh = Box::into_raw(Box::new(HandlerTable::new()));
+    // AcqRel: release publishes `fresh`; acquire reads a competing winner's table.
+    match TABLE.compare_exchange(core::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: `fresh` was just leaked and is now the installed table.
+        Ok(_) => unsafe { &*fresh },
+        Err(winner) => {
+            // SAFETY: `fresh` lost the race and was never shared; reclaim it.
+            drop(unsafe { Box::from_raw(fresh) });
+            // SAFETY: the winner is leaked, never freed.
+            unsafe { &*winner }
+        }
+    }
+}
+
+/// The fork child handler's part: the child starts with an empty table (the
+/// next `table()` makes it). Only an atomic store (async-signal-safe).
+pub fn forget_after_fork() {
+    // Release: nothing to publish (null); the child has one thread here.
+    TABLE.store(core::ptr::null_mut(), Ordering::Release);
 }
 
 impl HandlerTable {
@@ -283,6 +317,18 @@ impl HandlerTable {
         buffer: Option<usize>,
         handler: Handler,
     ) -> Result<(), HandlerError> {
+        self.register_with(service, buffer, |_| handler)
+    }
+
+    /// As `register`, with the handler made by `make` from the registrations
+    /// there are (under the table's lock, so two registrations cannot both
+    /// miss what the other makes). `make` runs only if the scope is free.
+    pub fn register_with(
+        &self,
+        service: u32,
+        buffer: Option<usize>,
+        make: impl FnOnce(&[Arc<Registration>]) -> Handler,
+    ) -> Result<(), HandlerError> {
         if is_reserved(service) {
             return Err(HandlerError::ReservedService(service));
         }
@@ -290,6 +336,7 @@ impl HandlerTable {
         if registrations.iter().any(|r| r.service == service && r.buffer == buffer) {
             return Err(HandlerError::AlreadyRegistered);
         }
+        let handler = make(&registrations);
         let kind = handler.describe();
         registrations.push(Arc::new(Registration::new(service, buffer, handler)));
         self.publish(&registrations);
@@ -452,6 +499,27 @@ mod tests {
     }
 
     #[test]
+    fn register_with_sees_the_registrations_and_makes_nothing_for_a_taken_scope() {
+        let table = HandlerTable::new();
+        table.register(7, None, lane(1)).unwrap();
+        let mut seen = 0;
+        table
+            .register_with(8, Some(0x1000), |registrations| {
+                seen = registrations.len();
+                lane(2)
+            })
+            .unwrap();
+        assert_eq!(seen, 1, "the factory saw the registration there was");
+        let mut made = false;
+        let taken = table.register_with(8, Some(0x1000), |_| {
+            made = true;
+            lane(3)
+        });
+        assert_eq!(taken, Err(HandlerError::AlreadyRegistered));
+        assert!(!made, "no handler is made for a scope that is taken");
+    }
+
+    #[test]
     fn the_buffers_own_handler_wins_over_the_global_one() {
         let table = HandlerTable::new();
         assert!(table.enter(7, 0x1000).is_none(), "empty table");
@@ -547,6 +615,9 @@ mod tests {
         }
         fn retire(&self) {
             self.retired.store(true, Ordering::SeqCst);
+        }
+        fn as_any(&self) -> &dyn core::any::Any {
+            self
         }
     }
 

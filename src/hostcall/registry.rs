@@ -52,9 +52,12 @@
 //!   listener leaves at once, a busy one after the packet it is serving.
 //!   The `.fini_array` hook repeats this without any HSA call (the runtime
 //!   may be gone by then). Later enables return false. `_exit` runs neither.
-//! * fork: the child starts with no buffers and no listener (parent's buffers
-//!   are not enabled in the child; disabling them there is "unknown"); enable
-//!   in the child starts its own listener and signal.
+//! * fork: the child starts with no buffers, no listener and no registered
+//!   handlers or DEVMEM books (the parent's are not the child's; disabling a
+//!   parent's buffer there is "unknown"); enable in the child starts its own
+//!   listener and signal. The child handler replaces every process-wide
+//!   state that has a lock (see docs/process.md), so no lock a parent's
+//!   thread held at the fork is ever taken in the child.
 //! * dlclose: once a listener has been started the library pins itself
 //!   (RTLD_NODELETE), so it is never unmapped under a running thread; it stays
 //!   loaded until the process exits.
@@ -476,7 +479,7 @@ fn stop_listener(active: ActiveListener, timeout: Duration) {
 /// Registers the fork child handler (once, before the first registration
 /// lock is taken). glibc registers it for this object (`__dso_handle`) and
 /// drops it if the object is unloaded before a listener pinned it.
-fn install_fork_hook() {
+pub(super) fn install_fork_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         if let Err(e) = crate::sys::register_atfork_child(after_fork_in_child) {
@@ -510,6 +513,8 @@ extern "C" fn after_fork_in_child() {
     // The old state (and its possibly locked mutex, its listener's signal)
     // belongs to the parent: leak it; the next call makes a fresh one.
     STATE.store(core::ptr::null_mut(), Ordering::Release);
+    // Likewise the handler table, its registrations and their DEVMEM books.
+    super::handlers::forget_after_fork();
 }
 
 /// Set by `at_exit`.
@@ -527,10 +532,10 @@ extern "C" fn at_exit() {
     // Relaxed: read later by this same thread (exit runs the hooks in order).
     EXIT_HANDLER_RAN.store(true, Ordering::Relaxed);
     if let Some(active) = listener_for_exit() {
-        if !active.wake_for_exit() {
+        if let Err(why) = active.wake_for_exit() {
             crate::log!(
                 Level::Debug,
-                "hostcall: exit: HSA no longer answers; listeners leave at their timeout"
+                "hostcall: exit: no doorbell ring ({why}); listeners leave at their timeout"
             );
         }
     }
@@ -602,3 +607,16 @@ extern "C" fn at_unload() {
 #[used]
 #[link_section = ".fini_array"]
 static AT_UNLOAD: extern "C" fn() = at_unload;
+
+/// Runs when the library is loaded, before any thread can use it: the fork
+/// child handler is then in place before any lock exists (the `Once` in
+/// `install_fork_hook` is only the fallback; a fork can find it running only
+/// if it races the library's own load).
+extern "C" fn at_load() {
+    install_fork_hook();
+}
+
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static AT_LOAD: extern "C" fn() = at_load;

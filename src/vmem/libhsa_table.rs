@@ -262,8 +262,10 @@ pub unsafe fn functions_for_table(table: *const crate::vmem::abi::iree_hal_amdgp
     let key = table as usize;
     // SAFETY (for every read_slot call below): the caller guarantees the table
     // contract, and every index is below MAX_SCAN_SLOTS.
-    {
-        let cache = CACHE.lock();
+    // try_lock, never lock: in a forked child the lock may be held by a
+    // parent's thread that does not exist there; a busy cache only costs a
+    // scan (and not caching its result).
+    if let Some(cache) = CACHE.try_lock() {
         if let Some(entry) = cache.entries.iter().find(|e| e.table == key) {
             let unchanged = entry.scan.read.iter().enumerate().all(|(index, value)| {
                 // SAFETY: see above; `entry.scan.read` has at most
@@ -310,7 +312,7 @@ pub unsafe fn functions_for_table(table: *const crate::vmem::abi::iree_hal_amdgp
         }
     }
     let functions = scan.functions;
-    let mut cache = CACHE.lock();
+    let Some(mut cache) = CACHE.try_lock() else { return functions };
     if let Some(entry) = cache.entries.iter_mut().find(|e| e.table == key) {
         entry.scan = scan;
     } else if cache.entries.len() < CACHE_CAPACITY {

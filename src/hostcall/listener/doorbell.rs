@@ -124,17 +124,29 @@ impl Doorbell {
         self.signal.handle
     }
 
-    /// True when the HSA runtime answers a query (it has not been shut
-    /// down). Only called while the runtime's code is known to be mapped and
-    /// its destructors not yet run (`registry::at_exit`); false when it cannot tell.
-    pub fn runtime_initialized(&self) -> bool {
-        let Some(get_info) = self.api.get_info else { return false };
+    /// Ok when the HSA runtime answers a query (it has not been shut down);
+    /// else why it cannot tell (the function is missing, or the query
+    /// failed). Only called while the runtime's code is known to be mapped
+    /// and its destructors not yet run (`registry::at_exit`).
+    pub fn runtime_initialized(&self) -> Result<(), String> {
+        let Some(get_info) = self.api.get_info else {
+            return Err(
+                "the HSA runtime has no hsa_system_get_info, so whether it still answers is unknown".into()
+            );
+        };
         let mut frequency = 0u64;
         // SAFETY: resolved hsa_system_get_info; TIMESTAMP_FREQUENCY writes one uint64_t.
         let status = unsafe {
             get_info(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, (&mut frequency as *mut u64).cast::<c_void>())
         };
-        status == HSA_STATUS_SUCCESS
+        if status == HSA_STATUS_SUCCESS {
+            Ok(())
+        } else {
+            Err(format!(
+                "HSA no longer answers (hsa_system_get_info: {} ({status:#x}))",
+                hsa_status_name(status).unwrap_or("unknown status")
+            ))
+        }
     }
 
     /// Changes the value so a blocked wait returns.

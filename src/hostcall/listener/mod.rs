@@ -297,17 +297,15 @@ impl Listener {
     /// wait and their loop now, rather than at the wait's timeout. Rings only
     /// when the runtime still answers (the application may have shut it
     /// down); otherwise the threads leave at their timeout as before.
-    pub fn wake_for_exit(&self) -> bool {
+    pub fn wake_for_exit(&self) -> Result<(), String> {
         if !self.in_current_epoch() {
-            return false;
+            return Err("the listener belongs to the parent of this forked process".into());
         }
         // The helper sleeps on its own bell: waking it needs no HSA call.
         self.wake_helper();
-        if !self.doorbell.runtime_initialized() {
-            return false;
-        }
+        self.doorbell.runtime_initialized()?;
         self.doorbell.ring();
-        true
+        Ok(())
     }
 
     /// Changes the doorbell value so a blocked wait returns.

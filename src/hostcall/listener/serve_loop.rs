@@ -38,6 +38,10 @@ where
     // Relaxed: a counter; the exit hook's acquire load pairs with the decrement.
     LIVE_THREADS.fetch_add(1, Ordering::Relaxed);
     let result = std::thread::Builder::new().name(name.into()).spawn(move || {
+        // A write to a pipe whose reader is gone (a SANITIZER report or a
+        // printf to a closed stderr) fails with EPIPE instead of killing the
+        // process.
+        crate::sys::block_sigpipe_in_this_thread();
         let _ = CURRENT.try_with(|c| c.set(Arc::as_ptr(&listener) as usize));
         crate::log!(
             Level::Info,
