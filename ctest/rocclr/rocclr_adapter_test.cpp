@@ -6,10 +6,12 @@
 //   AMDGPU_DROPIN_ROCCLR_TEST_ASAN_ROUTE  SANITIZER through handleSanitizerService
 #include "standin/standin_rocclr.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -444,6 +446,79 @@ void test_fork_in_use() {
   freeBuffer(b);
 }
 
+int32_t foreignDevmem(void* user, void* buffer, uint32_t service, uint32_t lane, uint64_t* slot) {
+  (void)user, (void)buffer, (void)service, (void)lane;
+  slot[0] = 0;
+  return 0;
+}
+
+// A failed enable undoes only what it did: handlers someone else registered
+// (process-wide, or for this very buffer) stay.
+void test_failed_enable_keeps_foreign_handlers() {
+  amd::Device dev(0);
+  HostcallBuffer b = allocBuffer(dev);
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, nullptr,
+                                                          foreignDevmem, nullptr) == AMDGPU_DROPIN_HOSTCALL_OK,
+             "process-wide handler");
+  HostcallBuffer null_buffer{nullptr, b.occupied};
+  HC_CHECK(!enable(dev, null_buffer), "null buffer");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, nullptr) ==
+               AMDGPU_DROPIN_HOSTCALL_OK,
+           "the process-wide DEVMEM handler was removed by a failed enable");
+  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, b.memory,
+                                                          foreignDevmem, nullptr) == AMDGPU_DROPIN_HOSTCALL_OK,
+             "per-buffer handler");
+  HC_CHECK(!enable(dev, b), "enable over another DEVMEM handler of the buffer");
+  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, b.memory) ==
+               AMDGPU_DROPIN_HOSTCALL_OK,
+           "the buffer's own DEVMEM handler was removed by a failed enable");
+  // Nothing of it left either: the buffer enables now.
+  HC_REQUIRE(enable(dev, b), "enable");
+  amd::disableHostcalls(b.memory);
+  freeBuffer(b);
+}
+
+int child_enable_after_fork() {
+  amd::Device dev(7);
+  HostcallBuffer b = allocBuffer(dev);
+  if (!enable(dev, b)) return 30;
+  uint64_t block = devmem(b.memory, 0, 64);
+  if (block == 0) return 31;
+  devmem(b.memory, block, 0);
+  amd::disableHostcalls(b.memory);
+  freeBuffer(b);
+  return 0;
+}
+
+// Forks while the listener is inside DEVMEM services (holding listenerLock):
+// the child must still enable and allocate.
+void test_fork_during_devmem() {
+  amd::Device dev(0);
+  HostcallBuffer b = allocBuffer(dev);
+  HC_REQUIRE(enable(dev, b), "enable");
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> rounds{0};
+  std::thread traffic([&] {
+    while (!stop.load()) {
+      uint64_t block = devmem(b.memory, 0, 4096);
+      if (block != 0) devmem(b.memory, block, 0);
+      rounds.fetch_add(1);
+    }
+  });
+  while (rounds.load() < 10) std::this_thread::yield();
+  for (int i = 0; i < 20; ++i) {
+    hc_child_result_t result;
+    bool forked = hc_fork_child(child_enable_after_fork, 5000, &result);
+    HC_CHECK(forked && result.exited && result.exit_code == 0, "fork %d: child %s", i,
+             forked ? hc_child_describe(&result) : "did not start");
+    if (!forked || !result.exited || result.exit_code != 0) break;
+  }
+  stop.store(true);
+  traffic.join();
+  amd::disableHostcalls(b.memory);
+  freeBuffer(b);
+}
+
 const hc_child_case_t kChildren[] = {{"exit_in_use", child_exit_in_use}, {nullptr, nullptr}};
 
 }  // namespace
@@ -462,6 +537,8 @@ int main(int argc, char** argv) {
   HC_RUN(test_enable_failures);
   HC_RUN(test_exit_in_use);
   HC_RUN(test_fork_in_use);
+  HC_RUN(test_failed_enable_keeps_foreign_handlers);
+  HC_RUN(test_fork_during_devmem);
   HC_CHECK(amd::standin::violations() == 0, "%ld stand-in ROCclr contract violations", amd::standin::violations());
   printf("%s\n", hc_failures == 0 ? "PASS" : "FAIL");
   return hc_failures == 0 ? 0 : 1;

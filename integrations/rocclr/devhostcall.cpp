@@ -30,10 +30,13 @@
 #include "device/device.hpp"
 #include "device/devhostcall.hpp"
 
+#include <pthread.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -126,6 +129,12 @@ B* newDeviceBuffer(amd::Context& ctx, size_t size) {
     return new (ctx) B(ctx, CL_MEM_READ_WRITE, size);
   }
 }
+
+#if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
+constexpr bool kRoutesSanitizer = true;
+#else
+constexpr bool kRoutesSanitizer = false;
+#endif
 
 // ---- Buffers enabled through this file (under listenerLock) -------------
 
@@ -248,11 +257,40 @@ const char* statusText(amdgpu_dropin_hostcall_status_t status) {
   return amdgpu_dropin_hostcall_status_string(status);
 }
 
-void unregisterServices(void* buffer) {
-  amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, buffer);
+// fork: the child must not inherit listenerLock held by another thread
+// (the listener inside a DEVMEM service), and inherits no enabled buffer
+// (the library's listener state stays with the parent).
+void beforeFork() { listenerLock.lock(); }
+void afterForkInParent() { listenerLock.unlock(); }
+void afterForkInChild() {
+  // The parent's records name buffers this process has not enabled; their
+  // objects stay the parent's (leaked here, never released twice).
+  auto* parents = new std::map<void*, Enabled>();
+  parents->swap(enabledBuffers());
 #if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
-  amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, buffer);
+  uriLocator = nullptr;
 #endif
+  listenerLock.unlock();
+}
+
+void installForkHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (pthread_atfork(beforeFork, afterForkInParent, afterForkInChild) != 0) {
+      ClPrint(amd::LOG_WARNING, kSetupMask, "Hostcall: %s",
+              "fork handlers could not be installed; a child forked during a DEVMEM service may "
+              "block in enableHostcalls");
+    }
+  });
+}
+
+void unregisterServices(void* buffer, bool devmem, bool sanitizer) {
+  if (devmem) {
+    amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, buffer);
+  }
+  if (sanitizer) {
+    amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, buffer);
+  }
 }
 
 // Forgets `buffer` (under listenerLock); returns its record (a null device
@@ -277,6 +315,12 @@ Enabled forget(void* buffer) {
 
 bool enable(const amd::Device& dev, void* buffer, uint32_t numPackets, amd::Memory* occupied,
             uint32_t* bitmap) {
+  // A null buffer would make the services below process-wide ones.
+  if (buffer == nullptr) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register hostcall buffer: %s", "null buffer");
+    return false;
+  }
+  installForkHandlers();
   {
     amd::ScopedLock lock(listenerLock);
     auto& buffers = enabledBuffers();
@@ -292,13 +336,18 @@ bool enable(const amd::Device& dev, void* buffer, uint32_t numPackets, amd::Memo
     buffers.emplace(buffer, Enabled{&dev, occupied});
   }
   // The services first, so no request of this buffer meets the defaults.
+  // Only what this call registered is undone on failure (a handler someone
+  // else registered for this buffer stays theirs).
   void* user = const_cast<amd::Device*>(&dev);
   amdgpu_dropin_hostcall_status_t status = amdgpu_dropin_hostcall_register_lane_handler(
       AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, buffer, serveDevmemLane, user);
+  bool devmemRegistered = status == AMDGPU_DROPIN_HOSTCALL_OK;
+  bool sanitizerRegistered = false;
 #if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
   if (status == AMDGPU_DROPIN_HOSTCALL_OK) {
     status = amdgpu_dropin_hostcall_register_packet_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER,
                                                             buffer, serveSanitizerPacket, user);
+    sanitizerRegistered = status == AMDGPU_DROPIN_HOSTCALL_OK;
   }
 #endif
   if (status == AMDGPU_DROPIN_HOSTCALL_OK) {
@@ -307,7 +356,7 @@ bool enable(const amd::Device& dev, void* buffer, uint32_t numPackets, amd::Memo
   if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
     ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register hostcall buffer %p: %s", buffer,
             statusText(status));
-    unregisterServices(buffer);
+    unregisterServices(buffer, devmemRegistered, sanitizerRegistered);
     forget(buffer);
     return false;
   }
@@ -365,8 +414,11 @@ void disableHostcalls(void* buffer) {
   // it; the last disable stops the listener.
   amdgpu_dropin_hostcall_status_t status = amdgpu_dropin_hostcall_disable(buffer, nullptr);
   if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
+    // Not enabled in the library (it was shut down, e.g. at exit): its
+    // handlers may still be registered.
     ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to unregister hostcall buffer %p: %s", buffer,
             statusText(status));
+    unregisterServices(buffer, true, kRoutesSanitizer);
   }
   Enabled record = forget(buffer);
   if (record.occupied != nullptr) {
