@@ -401,6 +401,14 @@ int child_exit_in_use() {
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 4, 0, 5, kTimeoutNs);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
   if (waves == nullptr) return 12;
+  // DEVMEM traffic too: exit may come while the listener is in a DEVMEM
+  // service, holding listenerLock.
+  std::thread([b] {
+    for (;;) {
+      uint64_t block = devmem(b.memory, 0, 4096);
+      if (block != 0) devmem(b.memory, block, 0);
+    }
+  }).detach();
   hc_sleep_ms(50);
   std::exit(0);
 }
