@@ -434,6 +434,13 @@ int child_after_fork() {
 }
 
 void test_fork_in_use() {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer cannot follow a child of a multi-threaded process that
+  // starts threads ("dup thread with used id"), as in hostcall_process; the
+  // case runs in every other build.
+  printf("skip %s: TSan does not support threads in a forked child\n", __func__);
+  return;
+#endif
   amd::Device dev(0);
   HostcallBuffer b = allocBuffer(dev);
   HC_REQUIRE(enable(dev, b), "enable");
@@ -501,6 +508,13 @@ int child_enable_after_fork() {
 // Forks while the listener is inside DEVMEM services (holding listenerLock):
 // the child must still enable and allocate.
 void test_fork_during_devmem() {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer cannot follow a child of a multi-threaded process that
+  // starts threads ("dup thread with used id"), as in hostcall_process; the
+  // case runs in every other build.
+  printf("skip %s: TSan does not support threads in a forked child\n", __func__);
+  return;
+#endif
   amd::Device dev(0);
   HostcallBuffer b = allocBuffer(dev);
   HC_REQUIRE(enable(dev, b), "enable");
