@@ -1,0 +1,430 @@
+// amdgpu-dropin's replacement for ROCclr's rocclr/device/devhostcall.cpp.
+//
+// A ROCclr build compiles this file instead of its own devhostcall.cpp (see
+// README.md beside it). It defines the four amd:: functions ROCclr's
+// device/devhostcall.hpp declares, over amdgpu-dropin's C API: the library's
+// listener serves FUNCTION_CALL and PRINTF; DEVMEM and SANITIZER are served
+// here, per buffer, through ROCclr's own objects (amd::Buffer, amd::MemObjMap,
+// the device's hostcall-memory tracking where the tree has it, and
+// handleSanitizerService in clang ASan builds).
+//
+// Layouts: built with USE_NEW_HOSTCALL_IMPL (as ROCclr's build defines it),
+// enableHostcalls takes the occupancy bitmap and buffers use the phase-bit
+// layout; otherwise the classic layout.
+//
+// Locking: everything this file keeps (the buffers it enabled) is guarded by
+// ROCclr's amd::listenerLock, the lock ROCclr's own listener used; the DEVMEM
+// and SANITIZER services also run under it, as ROCclr ran every service. The
+// library's enable/disable are never called with it held (disable waits for
+// a running service, which may be waiting for that lock).
+
+#if defined(WITH_PAL_DEVICE)
+#error "amdgpu-dropin's devhostcall.cpp serves the ROCr backend only: the PAL backend makes one doorbell signal per device through PAL (not HSA signals) and needs ROCclr's own devhostcall.cpp"
+#endif
+
+#include "top.hpp"
+#include "utils/debug.hpp"
+#include "thread/monitor.hpp"
+#include "platform/context.hpp"
+#include "platform/memory.hpp"
+#include "device/device.hpp"
+#include "device/devhostcall.hpp"
+
+#include <pthread.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+// SANITIZER goes to ROCclr's handleSanitizerService under ROCclr's own
+// condition (a clang build with AddressSanitizer). The stand-in tests define
+// AMDGPU_DROPIN_ROCCLR_TEST_ASAN_ROUTE to take this path with a compiler that
+// is not clang; a ROCclr build never defines it.
+#if defined(AMDGPU_DROPIN_ROCCLR_TEST_ASAN_ROUTE)
+#define AMDGPU_DROPIN_ROCCLR_SANITIZER 1
+#elif defined(__clang__)
+#if __has_feature(address_sanitizer)
+#define AMDGPU_DROPIN_ROCCLR_SANITIZER 1
+#endif
+#endif
+
+#if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
+// Defines handleSanitizerService (ROCclr defines it in this header, for the
+// file that replaces its devhostcall.cpp to include).
+#include "device/devsanitizer.hpp"
+#endif
+
+#include "amdgpu_dropin_hostcall.h"
+
+namespace amd {
+
+// Defined by ROCclr (platform/runtime.cpp).
+extern amd::Monitor listenerLock;
+
+namespace {
+
+#if defined(USE_NEW_HOSTCALL_IMPL)
+constexpr uint32_t kProtocol = AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT;
+#else
+constexpr uint32_t kProtocol = AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC;
+#endif
+
+// ROCclr's log masks for hostcall setup messages.
+constexpr auto kSetupMask = amd::LOG_INIT | amd::LOG_QUEUE | amd::LOG_RESOURCE;
+
+// A device allocation of exactly this size gets this alignment where the
+// tree's amd::Buffer takes an alignment (large-page backing of the device
+// heap's slabs).
+constexpr size_t kLargePage = 2 * 1024 * 1024;
+
+// ---- What this ROCclr tree offers, detected at compile time -------------
+// No ROCclr version macro exists; the trees differ in members. Each probe
+// is a template so a missing member only removes a candidate.
+
+template <typename D, typename = void>
+struct HasHostcallTracking : std::false_type {};
+template <typename D>
+struct HasHostcallTracking<
+    D, std::void_t<decltype(std::declval<D&>().TrackHostcallMemory(std::declval<amd::Memory*>())),
+                   decltype(std::declval<D&>().RemoveHostcallMemory(std::declval<amd::Memory*>()))>>
+    : std::true_type {};
+
+template <typename B, typename = void>
+struct BufferTakesAlignment : std::false_type {};
+template <typename B>
+struct BufferTakesAlignment<
+    B, std::void_t<decltype(new (std::declval<amd::Context&>())
+                                B(std::declval<amd::Context&>(), amd::Memory::Flags{}, size_t{},
+                                  static_cast<void*>(nullptr), size_t{}))>> : std::true_type {};
+
+template <typename D>
+void trackHostcallMemory(D& dev, amd::Memory* mem) {
+  if constexpr (HasHostcallTracking<D>::value) {
+    dev.TrackHostcallMemory(mem);
+  } else {
+    (void)dev;
+    (void)mem;
+  }
+}
+
+template <typename D>
+void untrackHostcallMemory(D& dev, amd::Memory* mem) {
+  if constexpr (HasHostcallTracking<D>::value) {
+    dev.RemoveHostcallMemory(mem);
+  } else {
+    (void)dev;
+    (void)mem;
+  }
+}
+
+template <typename B>
+B* newDeviceBuffer(amd::Context& ctx, size_t size) {
+  if constexpr (BufferTakesAlignment<B>::value) {
+    return new (ctx) B(ctx, CL_MEM_READ_WRITE, size, nullptr, size == kLargePage ? kLargePage : 0);
+  } else {
+    return new (ctx) B(ctx, CL_MEM_READ_WRITE, size);
+  }
+}
+
+#if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
+constexpr bool kRoutesSanitizer = true;
+#else
+constexpr bool kRoutesSanitizer = false;
+#endif
+
+// ---- Buffers enabled through this file (under listenerLock) -------------
+
+struct Enabled {
+  const amd::Device* device;
+  amd::Memory* occupied;  // the phase-bit bitmap; released at disable
+};
+
+// Leaked on purpose: ROCclr's devices disable their buffers from static
+// destructors at exit, which may run after this file's would.
+std::map<void*, Enabled>& enabledBuffers() {
+  static auto* buffers = new std::map<void*, Enabled>();
+  return *buffers;
+}
+
+#if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
+// One URI locator while any buffer is enabled, from the first device, as
+// ROCclr's listener kept one.
+device::UriLocator* uriLocator = nullptr;
+#endif
+
+// ---- DEVMEM (service 3), one lane: slot[0] address, slot[1] size --------
+
+void devmemFree(amd::Device& dev, uint64_t address) {
+  void* key = reinterpret_cast<void*>(static_cast<uintptr_t>(address));
+  size_t offset = 0;
+  amd::Memory* mem = amd::MemObjMap::FindMemObj(key, &offset);
+  if (mem == nullptr) {
+    ClPrint(amd::LOG_ERROR, amd::LOG_ALWAYS, "Hostcall: Unknown pointer %p in devmem service", key);
+    return;
+  }
+  if (offset != 0) {
+    ClPrint(amd::LOG_ERROR, amd::LOG_ALWAYS,
+            "Hostcall: pointer %p in devmem service is inside a block, not its start; not freed",
+            key);
+    return;
+  }
+  untrackHostcallMemory(dev, mem);
+  amd::MemObjMap::RemoveMemObj(key);
+  mem->release();
+}
+
+uint64_t devmemAllocate(amd::Device& dev, uint64_t size) {
+  amd::Context& ctx = dev.context();
+  amd::Buffer* buf = newDeviceBuffer<amd::Buffer>(ctx, static_cast<size_t>(size));
+  if (buf == nullptr) {
+    return 0;
+  }
+  uint64_t va = 0;
+  if (buf->create()) {
+    device::Memory* dm = buf->getDeviceMemory(dev);
+    if (dm != nullptr) {
+      va = dm->virtualAddress();
+    }
+  }
+  if (va == 0) {
+    buf->release();
+    return 0;
+  }
+  amd::MemObjMap::AddMemObj(reinterpret_cast<void*>(static_cast<uintptr_t>(va)), buf);
+  trackHostcallMemory(dev, buf);
+  return va;
+}
+
+int32_t serveDevmemLane(void* user_data, void* buffer, uint32_t service, uint32_t lane,
+                                   uint64_t* slot) {
+  (void)buffer;
+  (void)service;
+  (void)lane;
+  auto& dev = *static_cast<amd::Device*>(user_data);
+#if defined(__cpp_exceptions)
+  try {
+#endif
+    amd::ScopedLock lock(listenerLock);
+    if (slot[0] == 0 && slot[1] == 0) {
+      LogPrintfError("Hostcall: %s", "DEVMEM request with address and size both 0; answered 0");
+      return 0;
+    }
+    if (slot[0] != 0) {
+      devmemFree(dev, slot[0]);
+    } else {
+      slot[0] = devmemAllocate(dev, slot[1]);
+    }
+    return 0;
+#if defined(__cpp_exceptions)
+  } catch (...) {
+    // Never unwind into the library: the lane gets the error value.
+    ClPrint(amd::LOG_ERROR, amd::LOG_ALWAYS, "Hostcall: %s", "DEVMEM request failed (exception)");
+    return 1;
+  }
+#endif
+}
+
+#if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
+static_assert(sizeof(amd::Payload) == sizeof(amdgpu_dropin_hostcall_packet_t::slots),
+              "ROCclr's Payload is the packet's 64 x 8 words");
+
+// SANITIZER (service 4), the whole packet at once, as ROCclr hands it over.
+int32_t serveSanitizerPacket(void* user_data, amdgpu_dropin_hostcall_packet_t* packet) {
+  const auto* dev = static_cast<const amd::Device*>(user_data);
+#if defined(__cpp_exceptions)
+  try {
+#endif
+    amd::ScopedLock lock(listenerLock);
+    amd::Payload payload;
+    std::memcpy(&payload, packet->slots, sizeof(payload));
+    handleSanitizerService(&payload, packet->activemask, dev, uriLocator);
+    std::memcpy(packet->slots, &payload, sizeof(payload));
+    return 0;
+#if defined(__cpp_exceptions)
+  } catch (...) {
+    ClPrint(amd::LOG_ERROR, amd::LOG_ALWAYS, "Hostcall: %s", "SANITIZER report failed (exception)");
+    return 1;
+  }
+#endif
+}
+#endif
+
+const char* statusText(amdgpu_dropin_hostcall_status_t status) {
+  return amdgpu_dropin_hostcall_status_string(status);
+}
+
+// fork: the child must not inherit listenerLock held by another thread
+// (the listener inside a DEVMEM service), and inherits no enabled buffer
+// (the library's listener state stays with the parent).
+void beforeFork() { listenerLock.lock(); }
+void afterForkInParent() { listenerLock.unlock(); }
+void afterForkInChild() {
+  // The parent's records name buffers this process has not enabled; their
+  // objects stay the parent's (leaked here, never released twice).
+  auto* parents = new std::map<void*, Enabled>();
+  parents->swap(enabledBuffers());
+#if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
+  uriLocator = nullptr;
+#endif
+  listenerLock.unlock();
+}
+
+void installForkHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (pthread_atfork(beforeFork, afterForkInParent, afterForkInChild) != 0) {
+      ClPrint(amd::LOG_WARNING, kSetupMask, "Hostcall: %s",
+              "fork handlers could not be installed; a child forked during a DEVMEM service may "
+              "block in enableHostcalls");
+    }
+  });
+}
+
+void unregisterServices(void* buffer, bool devmem, bool sanitizer) {
+  if (devmem) {
+    amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, buffer);
+  }
+  if (sanitizer) {
+    amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, buffer);
+  }
+}
+
+// Forgets `buffer` (under listenerLock); returns its record (a null device
+// when another disable forgot it first).
+Enabled forget(void* buffer) {
+  amd::ScopedLock lock(listenerLock);
+  auto& buffers = enabledBuffers();
+  auto it = buffers.find(buffer);
+  if (it == buffers.end()) {
+    return Enabled{nullptr, nullptr};
+  }
+  Enabled record = it->second;
+  buffers.erase(it);
+#if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
+  if (buffers.empty()) {
+    delete uriLocator;
+    uriLocator = nullptr;
+  }
+#endif
+  return record;
+}
+
+bool enable(const amd::Device& dev, void* buffer, uint32_t numPackets, amd::Memory* occupied,
+            uint32_t* bitmap) {
+  // A null buffer would make the services below process-wide ones.
+  if (buffer == nullptr) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register hostcall buffer: %s", "null buffer");
+    return false;
+  }
+  installForkHandlers();
+  {
+    amd::ScopedLock lock(listenerLock);
+    auto& buffers = enabledBuffers();
+    if (buffers.count(buffer) != 0) {
+      ClPrint(amd::LOG_ERROR, kSetupMask, "Hostcall buffer %p is already registered", buffer);
+      return false;
+    }
+#if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
+    if (buffers.empty()) {
+      uriLocator = dev.createUriLocator();
+    }
+#endif
+    buffers.emplace(buffer, Enabled{&dev, occupied});
+  }
+  // The services first, so no request of this buffer meets the defaults.
+  // Only what this call registered is undone on failure (a handler someone
+  // else registered for this buffer stays theirs).
+  void* user = const_cast<amd::Device*>(&dev);
+  amdgpu_dropin_hostcall_status_t status = amdgpu_dropin_hostcall_register_lane_handler(
+      AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, buffer, serveDevmemLane, user);
+  bool devmemRegistered = status == AMDGPU_DROPIN_HOSTCALL_OK;
+  bool sanitizerRegistered = false;
+#if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
+  if (status == AMDGPU_DROPIN_HOSTCALL_OK) {
+    status = amdgpu_dropin_hostcall_register_packet_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER,
+                                                            buffer, serveSanitizerPacket, user);
+    sanitizerRegistered = status == AMDGPU_DROPIN_HOSTCALL_OK;
+  }
+#endif
+  if (status == AMDGPU_DROPIN_HOSTCALL_OK) {
+    status = amdgpu_dropin_hostcall_enable(buffer, numPackets, nullptr, kProtocol, bitmap);
+  }
+  if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register hostcall buffer %p: %s", buffer,
+            statusText(status));
+    unregisterServices(buffer, devmemRegistered, sanitizerRegistered);
+    forget(buffer);
+    return false;
+  }
+  ClPrint(amd::LOG_INFO, amd::LOG_QUEUE, "Registered hostcall buffer %p (device %p)", buffer,
+          static_cast<const void*>(&dev));
+  return true;
+}
+
+}  // namespace
+
+size_t getHostcallBufferSize(uint32_t num_packets) {
+  return amdgpu_dropin_hostcall_buffer_size(kProtocol, num_packets);
+}
+
+uint32_t getHostcallBufferAlignment() { return amdgpu_dropin_hostcall_buffer_alignment(kProtocol); }
+
+#if defined(USE_NEW_HOSTCALL_IMPL)
+bool enableHostcalls(const amd::Device& dev, void* buffer, uint32_t numPackets,
+                     amd::Memory* occupiedMem) {
+  // As ROCclr: no bitmap, or one without a device address, is a failure.
+  device::Memory* dm = occupiedMem != nullptr ? occupiedMem->getDeviceMemory(dev) : nullptr;
+  uint64_t va = dm != nullptr ? dm->virtualAddress() : 0;
+  if (va == 0) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to initialize hostcall buffer %p: %s", buffer,
+            "no occupancy bitmap in device memory");
+    return false;
+  }
+  if (occupiedMem->getSize() < amdgpu_dropin_hostcall_occupancy_size(numPackets)) {
+    ClPrint(amd::LOG_ERROR, kSetupMask,
+            "Failed to initialize hostcall buffer %p: occupancy bitmap of %zu bytes, %zu needed",
+            buffer, occupiedMem->getSize(), amdgpu_dropin_hostcall_occupancy_size(numPackets));
+    return false;
+  }
+  // The library never reads or writes the bitmap: it hands its device
+  // address to device code through the buffer.
+  auto* bitmap = reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(va));
+  return enable(dev, buffer, numPackets, occupiedMem, bitmap);
+}
+#else
+bool enableHostcalls(const amd::Device& dev, void* buffer, uint32_t numPackets) {
+  return enable(dev, buffer, numPackets, nullptr, nullptr);
+}
+#endif
+
+void disableHostcalls(void* buffer) {
+  {
+    amd::ScopedLock lock(listenerLock);
+    if (enabledBuffers().count(buffer) == 0) {
+      ClPrint(amd::LOG_ERROR, kSetupMask, "Hostcall buffer %p is not registered", buffer);
+      return;
+    }
+  }
+  // Without listenerLock: this waits for a service of the buffer that is
+  // running now, and services take that lock. The buffer's handlers go with
+  // it; the last disable stops the listener.
+  amdgpu_dropin_hostcall_status_t status = amdgpu_dropin_hostcall_disable(buffer, nullptr);
+  if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
+    // Not enabled in the library (it was shut down, e.g. at exit): its
+    // handlers may still be registered.
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to unregister hostcall buffer %p: %s", buffer,
+            statusText(status));
+    unregisterServices(buffer, true, kRoutesSanitizer);
+  }
+  Enabled record = forget(buffer);
+  if (record.occupied != nullptr) {
+    record.occupied->release();
+  }
+  ClPrint(amd::LOG_INFO, amd::LOG_QUEUE, "Unregistered hostcall buffer %p", buffer);
+}
+
+}  // namespace amd
