@@ -46,7 +46,11 @@ const HEADERS: &[Header] = &[
     },
     Header {
         config: "cbindgen-hostcall-ext.toml",
-        sources: &["src/hostcall/packet.rs", "src/ffi/hostcall_ext.rs", "src/ffi/hostcall_protocol.rs"],
+        sources: &[
+            "src/hostcall/protocol/packet.rs",
+            "src/ffi/hostcall_ext.rs",
+            "src/ffi/hostcall_protocol.rs",
+        ],
         output: "include/amdgpu_dropin_hostcall.h",
     },
     // Test-suite only (not installed): constants the C tests share with the library.

@@ -23,6 +23,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 // C-facing names mirror the originals (iree_status_t, hsa_agent_t, ...).
 #![allow(non_camel_case_types)]
+// Under `--cfg loom` only the model-checked parts are used (`unstable`).
+#![cfg_attr(loom, allow(dead_code))]
 
 #[cfg(not(panic = "unwind"))]
 compile_error!(
@@ -31,18 +33,38 @@ compile_error!(
      the host process"
 );
 
-pub mod ffi;
-pub mod hsa;
-pub mod log;
-// Crate-private macros, reachable as `crate::log!` / `crate::ffi_boundary!`.
-#[allow(unused_imports)] // unused in a build without the hostcall half
-pub(crate) use ffi::panic::ffi_boundary;
-pub(crate) use log::log;
-pub mod status;
+// The C ABI is the product; the Rust items are crate-private except
+// `unstable` below. (`#[no_mangle]` exports leave the library whatever the
+// visibility of their module.)
+mod ffi;
+mod hsa;
+mod log;
+// Crate-private macro, reachable as `crate::log!`.
+use log::log;
+mod status;
 mod sys;
 
 #[cfg(feature = "iree-vmem")]
-pub mod vmem;
+mod vmem;
 
 #[cfg(feature = "rocclr-hostcall")]
-pub mod hostcall;
+mod hostcall;
+
+/// Internals that the loom models (`tests/loom_*.rs`), the printf tests and
+/// the fuzz harness (`fuzz/`) drive directly. Not a stable API: anything here
+/// may change or go in any release; use the C headers.
+#[doc(hidden)]
+#[cfg(feature = "rocclr-hostcall")]
+pub mod unstable {
+    #[cfg(not(loom))]
+    pub use crate::hostcall::services::printf;
+
+    #[cfg(loom)]
+    pub use crate::hostcall::gate::Gate;
+    #[cfg(loom)]
+    pub use crate::hostcall::listener::helper_bell::HelperBell;
+    #[cfg(loom)]
+    pub use crate::hostcall::protocol::{classic, packet, phase_bit};
+    #[cfg(loom)]
+    pub use crate::hostcall::services::call_gate::CallGate;
+}

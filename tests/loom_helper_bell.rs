@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use amdgpu_dropin::hostcall::helper_bell::HelperBell;
+use amdgpu_dropin::unstable::HelperBell;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;

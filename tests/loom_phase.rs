@@ -15,9 +15,9 @@
 //! assertion.
 #![cfg(loom)]
 
-use amdgpu_dropin::hostcall::buffer::phase::PhaseBuffer;
-use amdgpu_dropin::hostcall::packet::Packet;
-use amdgpu_dropin::hostcall::phase_protocol::{device, serve_phases, PendingPhasePacket, ScanLimit};
+use amdgpu_dropin::unstable::packet::Packet;
+use amdgpu_dropin::unstable::phase_bit::buffer::PhaseBuffer;
+use amdgpu_dropin::unstable::phase_bit::serve::{device, serve_phases, PendingPhasePacket, ScanLimit};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu_dropin_hostcall.h"
 #include "amdgpu_dropin_hostcall_constants.h"
 #include "device_sim.h"
 #include "hc_test.h"

@@ -173,6 +173,7 @@ impl iree_hal_amdgpu_vmem_ringbuffer_t {
         ring_base_ptr: core::ptr::null_mut(),
     };
 
+    #[cfg(test)]
     pub fn is_zeroed(&self) -> bool {
         *self == Self::ZEROED
     }

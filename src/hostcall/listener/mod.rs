@@ -68,132 +68,22 @@
 
 mod classifier;
 mod doorbell;
+pub mod helper_bell;
 mod poll_window;
 mod serve_loop;
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use doorbell::{Doorbell, SignalApi};
 pub use serve_loop::spawn;
 
-use super::buffer::phase::PhaseBuffer;
-use super::buffer::DeviceBuffer;
-use super::helper_bell;
-use super::phase_protocol::ScanLimit;
-use super::protocol::Gate;
-use super::service::Services;
+use super::gate::Gate;
+use super::process::{EXITING, FORK_EPOCH, IN_DOORBELL_WAIT};
+pub use super::protocol::Buffer as EntryBuffer;
+use super::services::Services;
 use classifier::{BufferClass, HelperWatch};
-
-/// Listener threads inside the HSA doorbell wait right now. Process exit
-/// waits for it to drop to 0 (bounded by `tunables::IDLE_WAIT_MAX_MS`) when no ring could
-/// reach them, so no listener is inside the HSA runtime during its teardown.
-pub static IN_DOORBELL_WAIT: AtomicUsize = AtomicUsize::new(0);
-
-/// Set by the `.fini_array` hook: the process is exiting (or the library is
-/// being unloaded). Listeners stop; no HSA call is made any more (the HSA
-/// runtime may already be torn down).
-pub static EXITING: AtomicBool = AtomicBool::new(false);
-
-/// Listener threads (main listeners and helpers) that have not finished yet.
-pub static LIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
-
-/// Bumped in a forked child: listeners (and signals) of an older epoch
-/// belong to the parent.
-pub static FORK_EPOCH: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// On a listener thread: the address of its `Listener`; 0 elsewhere.
-    static CURRENT: Cell<usize> = const { Cell::new(0) };
-    /// The address of the `Gate` this thread is inside (serving that
-    /// buffer's packets); 0 when it is inside none.
-    static SERVING: Cell<usize> = const { Cell::new(0) };
-}
-
-/// True when called on a thread of `listener` (from a service).
-pub fn on_listener_thread(listener: &Listener) -> bool {
-    CURRENT.try_with(|c| c.get() == listener as *const Listener as usize).unwrap_or(false)
-}
-
-/// True when this thread is inside `gate`, i.e. called from a service of the
-/// buffer `gate` guards. Only then may `disableHostcalls` skip waiting for the
-/// gate: on any other thread (a listener thread serving *another* buffer
-/// included, since the main listener and the helper serve buffers in
-/// parallel) the server inside is someone else and must be waited for.
-pub fn serving_on_this_thread(gate: &Gate) -> bool {
-    SERVING.try_with(|c| c.get() == gate as *const Gate as usize).unwrap_or(false)
-}
-
-/// True when called on any listener thread.
-pub fn on_any_listener_thread() -> bool {
-    CURRENT.try_with(|c| c.get() != 0).unwrap_or(false)
-}
-
-/// A registered buffer, in the protocol it was enabled with.
-pub enum EntryBuffer {
-    /// The classic protocol (ready and free stacks).
-    Classic(DeviceBuffer),
-    /// The phase-bit protocol, with the host's scan state.
-    PhaseBit { buffer: PhaseBuffer, scan: ScanCell },
-}
-
-impl EntryBuffer {
-    /// Bytes of device-shared memory the buffer spans.
-    pub fn size(&self) -> usize {
-        match self {
-            EntryBuffer::Classic(buffer) => super::layout::buffer_size(buffer.packets()),
-            EntryBuffer::PhaseBit { buffer, .. } => super::phase_layout::buffer_size(buffer.packets()),
-        }
-    }
-
-    pub fn protocol_name(&self) -> &'static str {
-        match self {
-            EntryBuffer::Classic(_) => "classic",
-            EntryBuffer::PhaseBit { .. } => "phase-bit",
-        }
-    }
-
-    /// Whether requests are waiting to be served: relaxed peeks (serving
-    /// reads again with acquire). Only while the buffer is alive: from
-    /// inside its gate, or by disable before it returns.
-    pub fn has_waiting_requests(&self) -> bool {
-        match self {
-            EntryBuffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
-            EntryBuffer::PhaseBit { buffer, .. } => super::phase_protocol::has_pending(buffer),
-        }
-    }
-}
-
-/// A phase-bit buffer's `ScanLimit`, used only by the thread inside the
-/// buffer's gate: relaxed accesses suffice, the gate's release/acquire orders
-/// one holder's store before the next holder's load.
-pub struct ScanCell {
-    limit: AtomicU32,
-    narrowed_visits: AtomicU32,
-}
-
-impl ScanCell {
-    pub fn new(packets: u32) -> ScanCell {
-        let full = ScanLimit::full(packets);
-        ScanCell { limit: AtomicU32::new(full.limit), narrowed_visits: AtomicU32::new(full.narrowed_visits) }
-    }
-
-    pub fn get(&self) -> ScanLimit {
-        // Relaxed: see the type's docs.
-        ScanLimit {
-            limit: self.limit.load(Ordering::Relaxed),
-            narrowed_visits: self.narrowed_visits.load(Ordering::Relaxed),
-        }
-    }
-
-    pub fn set(&self, scan: ScanLimit) {
-        // Relaxed: see the type's docs.
-        self.limit.store(scan.limit, Ordering::Relaxed);
-        self.narrowed_visits.store(scan.narrowed_visits, Ordering::Relaxed);
-    }
-}
 
 /// One registered buffer.
 pub struct Entry {

@@ -133,7 +133,8 @@ impl PollWindow {
 /// comes at most one throttle after a ring the thread has seen move the
 /// value, so it is found by the polling this rule keeps up.
 pub const PHASE_BIT_QUIET_NS: u64 =
-    2 * crate::hostcall::phase_layout::DOORBELL_THROTTLE_TICKS * 1_000_000_000 / DEVICE_COUNTER_HZ;
+    2 * crate::hostcall::protocol::phase_bit::layout::DOORBELL_THROTTLE_TICKS * 1_000_000_000
+        / DEVICE_COUNTER_HZ;
 
 /// The device's steady counter frequency the throttle is counted in.
 const DEVICE_COUNTER_HZ: u64 = 100_000_000;

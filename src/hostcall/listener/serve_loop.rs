@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
 use super::poll_window::{DoorbellQuiet, IdleTimeout, PollWindow};
-use super::{Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, SERVING};
-use crate::hostcall::buffer::DeviceBuffer;
-use crate::hostcall::phase_protocol::{serve_phases, PendingPhasePacket};
-use crate::hostcall::protocol::{drain_ready_packets, DrainStats, Gate};
+use super::{Entry, EntryBuffer, Listener};
+use crate::hostcall::gate::Gate;
+use crate::hostcall::process::{CURRENT, EXITING, LIVE_THREADS, SERVING};
+use crate::hostcall::protocol::classic::buffer::DeviceBuffer;
+use crate::hostcall::protocol::classic::serve::{drain_ready_packets, DrainStats};
+use crate::hostcall::protocol::phase_bit::serve::{serve_phases, PendingPhasePacket};
 use crate::log::{panic_message, Level};
 
 /// Spins (with `spin_loop` hints doubling per round) before the poll loop
