@@ -16,50 +16,19 @@
 //!
 //!     AMDGPU_DROPIN_UPDATE_HEADERS=1 cargo build --features generate-headers
 //!
-//! Inputs are listed file by file (no `cargo metadata` run) so the build stays
-//! fast and works offline.
+//! Which sources each header comes from is listed once, in
+//! `codegen/headers.rs` (shared with the drift test). A listed source is
+//! found by name below its folder, so moving it into a sub-folder keeps the
+//! header generated; a source or configuration that cannot be found stops the
+//! build with a message naming it, never skips the header. No `cargo metadata`
+//! run: the build stays fast and works offline.
+
+#[cfg(feature = "generate-headers")]
+#[path = "codegen/headers.rs"]
+mod headers;
 
 #[cfg(feature = "generate-headers")]
 use std::path::{Path, PathBuf};
-
-#[cfg(feature = "generate-headers")]
-struct Header {
-    /// cbindgen configuration, relative to the crate root.
-    config: &'static str,
-    /// Rust sources that hold the header's C surface.
-    sources: &'static [&'static str],
-    /// Path of the checked-in header, relative to the crate root.
-    output: &'static str,
-}
-
-#[cfg(feature = "generate-headers")]
-const HEADERS: &[Header] = &[
-    Header {
-        config: "cbindgen.toml",
-        sources: &["src/vmem/abi.rs", "src/ffi/vmem.rs"],
-        output: "include/iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h",
-    },
-    Header {
-        config: "cbindgen-hostcall.toml",
-        sources: &["src/ffi/hostcall.rs"],
-        output: "include/rochostcall.hpp",
-    },
-    Header {
-        config: "cbindgen-hostcall-ext.toml",
-        sources: &[
-            "src/hostcall/protocol/packet.rs",
-            "src/ffi/hostcall_ext.rs",
-            "src/ffi/hostcall_protocol.rs",
-        ],
-        output: "include/amdgpu_dropin_hostcall.h",
-    },
-    // Test-suite only (not installed): constants the C tests share with the library.
-    Header {
-        config: "cbindgen-test-constants.toml",
-        sources: &["src/hostcall/tunables.rs"],
-        output: "ctest/include/amdgpu_dropin_hostcall_constants.h",
-    },
-];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -86,30 +55,27 @@ fn generate_headers() {
     let _ = std::fs::remove_dir_all(&out);
     let update = std::env::var_os("AMDGPU_DROPIN_UPDATE_HEADERS").is_some_and(|v| v == "1");
     println!("cargo:rerun-if-env-changed=AMDGPU_DROPIN_UPDATE_HEADERS");
-    for header in HEADERS {
+    for header in headers::HEADERS {
         generate(&root, &out, header, update);
     }
 }
 
 #[cfg(feature = "generate-headers")]
-fn generate(root: &Path, out: &Path, header: &Header, update: bool) {
-    let config_path = root.join(header.config);
-    println!("cargo:rerun-if-changed={}", config_path.display());
-    let existing: Vec<PathBuf> = header
-        .sources
-        .iter()
-        .map(|s| root.join(s))
-        .inspect(|p| println!("cargo:rerun-if-changed={}", p.display()))
-        .filter(|p| p.exists())
-        .collect();
-    if existing.len() != header.sources.len() || !config_path.exists() {
-        // That half of the C surface is not written yet.
-        return;
+fn generate(root: &Path, out: &Path, header: &headers::Header, update: bool) {
+    // Rerun when a folder a source is searched in changes (a file moved in or out).
+    for source in header.sources {
+        println!("cargo:rerun-if-changed={}", root.join(source.under).display());
     }
+    let (config_path, sources) = match headers::inputs(root, header) {
+        Ok(inputs) => inputs,
+        Err(errors) => panic!("cannot generate {}:\n{errors}", header.output),
+    };
+    println!("cargo:rerun-if-changed={}", config_path.display());
     let config = cbindgen::Config::from_file(&config_path)
         .unwrap_or_else(|e| panic!("{}: {e}", config_path.display()));
     let mut builder = cbindgen::Builder::new().with_config(config);
-    for source in &existing {
+    for source in &sources {
+        println!("cargo:rerun-if-changed={}", source.display());
         builder = builder.with_src(source);
     }
     let bindings =

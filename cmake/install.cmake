@@ -42,6 +42,7 @@ write_basic_package_version_file("${CMAKE_BINARY_DIR}/package/amdgpu_dropinConfi
   VERSION ${PROJECT_VERSION} COMPATIBILITY ${AMDGPU_DROPIN_VERSION_COMPATIBILITY})
 install(FILES "${CMAKE_BINARY_DIR}/package/amdgpu_dropinConfig.cmake"
               "${CMAKE_BINARY_DIR}/package/amdgpu_dropinConfigVersion.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/iree_include_check.cmake"
         DESTINATION "${_cmake_dest}")
 
 # pkg-config files, relocatable (prefix found from the file's own place).
@@ -58,4 +59,31 @@ if(AMDGPU_DROPIN_IREE_VMEM)
                  "${CMAKE_BINARY_DIR}/package/amdgpu_dropin-iree-vmem.pc" @ONLY)
   install(FILES "${CMAKE_BINARY_DIR}/package/amdgpu_dropin-iree-vmem.pc"
           DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+endif()
+
+# `cmake --install --strip` strips the libraries too: they are installed as
+# files (cargo builds them), which CMake's own strip step skips. The shared
+# library keeps its dynamic symbols, the archive its symbol table; both lose
+# their debug info (the release profile builds with line tables, see Cargo.toml).
+if(CMAKE_STRIP)
+  set(_libdir "${CMAKE_INSTALL_LIBDIR}")
+  install(CODE "
+    if(CMAKE_INSTALL_DO_STRIP)
+      foreach(_lib \"${AMDGPU_DROPIN_REAL_NAME}\" libamdgpu_dropin.a)
+        if(_lib MATCHES \"[.]a$\")
+          set(_how --strip-debug)
+        else()
+          set(_how --strip-unneeded)
+        endif()
+        if(IS_ABSOLUTE \"${_libdir}\")
+          set(_path \"\$ENV{DESTDIR}${_libdir}/\${_lib}\")
+        else()
+          set(_path \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${_libdir}/\${_lib}\")
+        endif()
+        execute_process(COMMAND \"${CMAKE_STRIP}\" \${_how} \"\${_path}\" RESULT_VARIABLE _rc)
+        if(NOT _rc EQUAL 0)
+          message(FATAL_ERROR \"cannot strip \${_path}\")
+        endif()
+      endforeach()
+    endif()")
 endif()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite from a fresh checkout: rustfmt and clippy (warnings
-# are errors), Rust unit, header-drift and model-checking tests, a bounded fuzz
+# Runs the whole test suite from a fresh checkout: the docs check, rustfmt and
+# clippy (warnings are errors), Rust unit, header-drift and model-checking tests, a bounded fuzz
 # run, then the C suite with ctest (software HSA runtime, vmem, hostcall,
 # printf, exported symbols, install-tree consumers, crate packaging, demo)
 # twice: with ASan+UBSan against a debug library, and as users build it; then
@@ -19,6 +19,9 @@ build_dir=${BUILD_DIR:-build/test}
 jobs=$(nproc 2>/dev/null || echo 2)
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+
+echo "== docs check (links, paths, commands, figures in README.md and docs/)"
+python3 scripts/docs_check.py
 
 echo "== cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all --check

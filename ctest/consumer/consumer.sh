@@ -2,19 +2,32 @@
 # Consumer tests of an installed amdgpu_dropin. Usage:
 #   consumer.sh MODE
 # with the environment set by ctest/consumer/CMakeLists.txt:
-#   BUILD_DIR PREFIX WORK_DIR SOURCE_DIR IREE_INCLUDE SONAME REAL_NAME LIBDIR
-#   CMAKE GENERATOR CC NM READELF API_LISTS (space-separated files)
+#   BUILD_DIR PREFIX WORK_DIR SOURCE_DIR STANDIN_INCLUDE SONAME REAL_NAME LIBDIR
+#   CMAKE GENERATOR CC NM READELF STRIP API_LISTS (space-separated files)
+#   README HSA_SIM (the software HSA runtime)
+# The caller's IREE is a stand-in tree laid out as IREE's: WORK_DIR/iree with
+# runtime/src/iree/... and third_party/hsa-runtime-headers/include/hsa/...,
+# made from the suite's stand-in headers by the install mode. Its libhsa.h
+# includes the HSA headers relative to IREE's root, as IREE's does at HEAD.
 # MODE:
-#   install      cmake --install BUILD_DIR to PREFIX; check the layout and SONAME
+#   install      cmake --install BUILD_DIR to PREFIX; check the layout and SONAME;
+#                make the stand-in IREE tree
 #   find_package build consumer.c and the static-archive plugin with CMake
 #   pkg_config   build consumer.c with pkg-config's flags
 #   plain        build consumer.c with plain -I/-L flags
 #   plugin       the plugin's dynamic symbols are the API and its own only
 #   no_iree      find_package(... vmem_header) without IREE headers fails at
 #                configure time, naming AMDGPU_DROPIN_IREE_INCLUDE_DIRS
+#   iree_root    the same with IREE's runtime/src and an HSA include dir but
+#                without IREE's root fails at configure time, naming it
+#   readme_program  the first C program of README.md, built and run as the
+#                README says (pkg-config), on the software HSA runtime
+#   strip        cmake --install --strip leaves no debug info in the libraries
 set -eu
 mode=$1
 lib="$PREFIX/$LIBDIR"
+iree="$WORK_DIR/iree"
+iree_dirs="$iree/runtime/src;$iree"
 fail() { echo "consumer.sh $mode: $*" >&2; exit 1; }
 
 # The program's NEEDED entry names the versioned library and it runs.
@@ -43,13 +56,17 @@ install)
   [ ! -e "$PREFIX/include/amdgpu_dropin/iree" ] || fail "include/amdgpu_dropin/iree would shadow IREE's headers"
   soname=$("$READELF" -d "$lib/$REAL_NAME" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
   [ "$soname" = "$SONAME" ] || fail "SONAME '$soname', expected '$SONAME'"
+  rm -rf "$iree"
+  mkdir -p "$iree/runtime/src" "$iree/third_party/hsa-runtime-headers/include"
+  cp -R "$STANDIN_INCLUDE/iree" "$iree/runtime/src/"
+  cp -R "$STANDIN_INCLUDE/hsa" "$iree/third_party/hsa-runtime-headers/include/"
   echo "installed: $REAL_NAME (SONAME $soname), static archive, headers, CMake package, pkg-config files"
   ;;
 find_package)
   rm -rf "$WORK_DIR/find_package"
   "$CMAKE" -S "$SOURCE_DIR/project" -B "$WORK_DIR/find_package" -G "$GENERATOR" \
     -DCMAKE_C_COMPILER="$CC" -DCMAKE_PREFIX_PATH="$PREFIX" \
-    "-DAMDGPU_DROPIN_IREE_INCLUDE_DIRS=$IREE_INCLUDE" >"$WORK_DIR/find_package.log" 2>&1 ||
+    "-DAMDGPU_DROPIN_IREE_INCLUDE_DIRS=$iree_dirs" >"$WORK_DIR/find_package.log" 2>&1 ||
     { cat "$WORK_DIR/find_package.log"; fail "configure failed"; }
   "$CMAKE" --build "$WORK_DIR/find_package" >>"$WORK_DIR/find_package.log" 2>&1 ||
     { cat "$WORK_DIR/find_package.log"; fail "build failed"; }
@@ -61,13 +78,13 @@ pkg_config)
   libs=$(pkg-config --libs amdgpu_dropin) || fail "pkg-config --libs failed"
   pkg-config --static --libs amdgpu_dropin | grep -q -- -lpthread || fail "no Libs.private for static linking"
   # shellcheck disable=SC2086 # word splitting of the flags is intended
-  "$CC" -o "$WORK_DIR/consumer_pkg_config" "$SOURCE_DIR/consumer.c" $cflags -I"$IREE_INCLUDE" $libs \
+  "$CC" -o "$WORK_DIR/consumer_pkg_config" "$SOURCE_DIR/consumer.c" $cflags -I"$iree/runtime/src" -I"$iree" $libs \
     -Wl,-rpath,"$lib" || fail "compile failed (cflags: $cflags; libs: $libs)"
   check_program "$WORK_DIR/consumer_pkg_config"
   ;;
 plain)
   "$CC" -o "$WORK_DIR/consumer_plain" "$SOURCE_DIR/consumer.c" -I"$PREFIX/include/amdgpu_dropin" \
-    -I"$PREFIX/include/amdgpu_dropin/iree-vmem" -I"$IREE_INCLUDE" -L"$lib" -lamdgpu_dropin \
+    -I"$PREFIX/include/amdgpu_dropin/iree-vmem" -I"$iree/runtime/src" -I"$iree" -L"$lib" -lamdgpu_dropin \
     -Wl,-rpath,"$lib" || fail "compile failed"
   check_program "$WORK_DIR/consumer_plain"
   ;;
@@ -92,6 +109,64 @@ no_iree)
   grep -q "AMDGPU_DROPIN_IREE_INCLUDE_DIRS" "$WORK_DIR/no_iree.log" ||
     { cat "$WORK_DIR/no_iree.log"; fail "the configure error does not say what to set"; }
   sed -n '/Reason given/,/Configuring incomplete/p' "$WORK_DIR/no_iree.log"
+  ;;
+iree_root)
+  # IREE's runtime/src and the HSA headers' own directory, as the README once
+  # said: IREE's libhsa.h includes "third_party/hsa-runtime-headers/..." from
+  # IREE's root, so this must stop at configure time, naming the root.
+  rm -rf "$WORK_DIR/iree_root"
+  if "$CMAKE" -S "$SOURCE_DIR/no_iree" -B "$WORK_DIR/iree_root" -G "$GENERATOR" \
+      -DCMAKE_C_COMPILER="$CC" -DCMAKE_PREFIX_PATH="$PREFIX" \
+      "-DAMDGPU_DROPIN_IREE_INCLUDE_DIRS=$iree/runtime/src;$iree/third_party/hsa-runtime-headers/include" \
+      >"$WORK_DIR/iree_root.log" 2>&1; then
+    fail "configure succeeded without IREE's root in the include dirs"
+  fi
+  grep -q "IREE's root" "$WORK_DIR/iree_root.log" ||
+    { cat "$WORK_DIR/iree_root.log"; fail "the configure error does not name IREE's root"; }
+  sed -n '/Reason given/,/Configuring incomplete/p' "$WORK_DIR/iree_root.log"
+  ;;
+readme_program)
+  # The C block under "## A first C program" and the shell block after it
+  # (the block before it builds and installs, as consumer.install does).
+  dir="$WORK_DIR/readme_program"
+  rm -rf "$dir"; mkdir -p "$dir"
+  awk '/^## A first C program/{on=1; next} on && /^## /{exit}
+       on && /^```c$/{c=1; next} on && seen_c && /^```sh$/{sh=1; next}
+       /^```$/{if (c) seen_c=1; c=0; sh=0; next}
+       c{print > "'"$dir"'/first.c"} sh{print > "'"$dir"'/commands.sh"}' "$README"
+  [ -s "$dir/first.c" ] || fail "README.md has no C block under '## A first C program'"
+  [ -s "$dir/commands.sh" ] || fail "README.md has no sh block under '## A first C program'"
+  lines=$(wc -l <"$dir/first.c")
+  [ "$lines" -le 30 ] || fail "the README's first program has $lines lines (about 20 wanted)"
+  # The README's commands, with its example prefix replaced by the test's.
+  # The README's commands, with its example prefix replaced by the test's and
+  # ROCm's include and library dirs by the suite's stand-ins.
+  sim_dir=$(dirname "$HSA_SIM")
+  sed -e "s|/usr/local/lib|$lib|g" -e "s|/usr/local|$PREFIX|g" -e "s|/opt/rocm/include|$STANDIN_INCLUDE|g" \
+    -e "s|/opt/rocm/lib|$sim_dir|g" "$dir/commands.sh" >"$dir/run.sh"
+  (cd "$dir" && sh -eux ./run.sh) || fail "the README's commands failed (above)"
+  check_program "$dir/first" >/dev/null
+  ;;
+strip)
+  rm -rf "$WORK_DIR/strip"
+  DESTDIR="$WORK_DIR/strip" "$CMAKE" --install "$BUILD_DIR" --prefix /opt/amdgpu_dropin --strip >/dev/null
+  stripped="$WORK_DIR/strip/opt/amdgpu_dropin/$LIBDIR"
+  for file in "$lib/$REAL_NAME" "$stripped/$REAL_NAME" "$stripped/libamdgpu_dropin.a"; do
+    [ -f "$file" ] || fail "no $file"
+  done
+  # The build has debug info (else this test proves nothing); the stripped install has none.
+  "$READELF" -S --wide "$BUILD_DIR/lib/amdgpu_dropin/$REAL_NAME" | grep -q '\.debug_' ||
+    fail "the built library has no debug info to strip"
+  for file in "$stripped/$REAL_NAME" "$stripped/libamdgpu_dropin.a"; do
+    if "$READELF" -S --wide "$file" | grep '\.debug_'; then
+      fail "$file still has debug sections after --strip (above)"
+    fi
+  done
+  "$NM" -D --defined-only "$stripped/$REAL_NAME" | grep -q ' T getHostcallBufferSize$' ||
+    fail "the stripped library lost its dynamic symbols"
+  "$NM" "$stripped/libamdgpu_dropin.a" | grep -q ' T getHostcallBufferSize$' ||
+    fail "the stripped archive lost its symbol table"
+  echo "stripped: $(wc -c <"$stripped/$REAL_NAME") bytes (unstripped $(wc -c <"$BUILD_DIR/lib/amdgpu_dropin/$REAL_NAME"))"
   ;;
 *)
   fail "unknown mode"

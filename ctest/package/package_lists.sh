@@ -28,7 +28,8 @@ check() {
   rm -f "$log" "$list"
 }
 check hsa-sys LICENSE README.md Cargo.toml src/lib.rs
-check amdgpu-dropin LICENSE README.md Cargo.toml build.rs cbindgen.toml cbindgen-hostcall.toml cbindgen-hostcall-ext.toml \
+check amdgpu-dropin LICENSE README.md Cargo.toml build.rs codegen/headers.rs cbindgen.toml cbindgen-hostcall.toml \
+  cbindgen-hostcall-ext.toml cbindgen-test-constants.toml \
   include/rochostcall.hpp include/amdgpu_dropin_hostcall.h include/iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h src/lib.rs
 if "$cargo" tree -e normal,build --locked --manifest-path "$manifest" -p amdgpu-dropin | grep cbindgen; then
   echo "amdgpu-dropin: a consumer's build compiles cbindgen (above)"; status=1

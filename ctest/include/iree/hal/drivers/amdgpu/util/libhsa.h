@@ -20,9 +20,13 @@
 
 #include "iree/base/api.h"
 
-#include "hsa/hsa.h"
-#include "hsa/hsa_ext_amd.h"
-#include "hsa/hsa_ven_amd_loader.h"
+/* As IREE's own libhsa.h: IREE's copy of the HSA headers, relative to IREE's
+ * root (so a caller's include dirs need IREE's root, not only runtime/src). */
+#include "third_party/hsa-runtime-headers/include/hsa/amd_hsa_queue.h"
+#include "third_party/hsa-runtime-headers/include/hsa/amd_hsa_signal.h"
+#include "third_party/hsa-runtime-headers/include/hsa/hsa.h"
+#include "third_party/hsa-runtime-headers/include/hsa/hsa_ext_amd.h"
+#include "third_party/hsa-runtime-headers/include/hsa/hsa_ven_amd_loader.h"
 
 #ifdef __cplusplus
 extern "C" {
