@@ -23,8 +23,13 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 // C-facing names mirror the originals (iree_status_t, hsa_agent_t, ...).
 #![allow(non_camel_case_types)]
-// Under `--cfg loom` only the model-checked parts are used (`unstable`).
-#![cfg_attr(loom, allow(dead_code))]
+// Under `--cfg loom` only the model-checked parts are used (`unstable`), and
+// a build with one half only (or the static libhsa) leaves helpers of the
+// other unused; the full build is checked for dead code.
+#![cfg_attr(
+    any(loom, not(all(feature = "iree-vmem", feature = "rocclr-hostcall")), feature = "libhsa-static"),
+    allow(dead_code)
+)]
 
 #[cfg(not(panic = "unwind"))]
 compile_error!(
