@@ -423,7 +423,7 @@ fn run_loop(
         };
         let found = serve_once(&snapshot, &mut window, &mut step, woke);
         if woke {
-            idle.after_wait(!rang && found.is_none());
+            idle.after_wait(rang, found.is_some());
         }
         woke = false;
         if found.is_some() {
