@@ -52,7 +52,6 @@
  * chars): product listener, its helper for slow buffers, baseline. */
 #define THREAD_PREFIX "amdgpu-h"
 #define THREAD_OURS "amdgpu-hostcall"
-#define THREAD_BASELINE "amdgpu-hc-base"
 
 #define PACKETS_PER_BUFFER 64u
 #define MAX_BUFFERS 8u
@@ -63,12 +62,38 @@
 #define ISOLATION_BUFFERS 8u
 #define ISOLATION_NORMAL_WAVES 14u
 
-/* "phasebit": the product listener serving the same waves through
- * phase-bit buffers (amdgpu_dropin_hostcall_enable with the phase-bit
- * protocol; the device side as device libraries built with
- * USE_NEW_HOSTCALL_IMPL); its ratios are against "ours" (classic). */
-enum { MODE_BASELINE = 0, MODE_OURS = 1, MODE_PHASE = 2, MODE_COUNT = 3 };
-static const char* const kModeName[MODE_COUNT] = {"baseline", "ours", "phasebit"};
+/* The listeners, each measured in the same alternating rounds:
+ *  * "baseline": bench/baseline's 2019-20 strategy (classic protocol);
+ *  * "ours": the product library, classic buffers;
+ *  * "phasebit": the product library serving the same waves through
+ *    phase-bit buffers (amdgpu_dropin_hostcall_enable with the phase-bit
+ *    protocol; the device side as device libraries built with
+ *    USE_NEW_HOSTCALL_IMPL);
+ *  * "classic2026", "phase2026": bench/baseline's 2026 strategies, each on
+ *    its own protocol;
+ *  * "floor-db", "floor-st": the spinning floor, polling the doorbell value
+ *    or the ready stacks (classic protocol).
+ * Ours is compared with every reference in the same protocol as itself
+ * where the target says so (ours vs baseline and classic2026, phasebit vs
+ * phase2026), and with every reference in the tables. */
+enum {
+  MODE_BASELINE = 0,
+  MODE_OURS = 1,
+  MODE_PHASE = 2,
+  MODE_C2026 = 3,
+  MODE_P2026 = 4,
+  MODE_FLOOR_DB = 5,
+  MODE_FLOOR_ST = 6,
+  MODE_COUNT = 7
+};
+static const char* const kModeName[MODE_COUNT] = {"baseline",  "ours",     "phasebit", "classic2026",
+                                                  "phase2026", "floor-db", "floor-st"};
+/* The name each listener gives its (main) thread. */
+static const char* const kModeThread[MODE_COUNT] = {
+    "amdgpu-hc-base",  "amdgpu-hostcall", "amdgpu-hostcall", "amdgpu-hc-c2026",
+    "amdgpu-hc-p2026", "amdgpu-hc-fldb",  "amdgpu-hc-flst"};
+static bool mode_is_phase(int mode) { return mode == MODE_PHASE || mode == MODE_P2026; }
+static bool mode_is_ours(int mode) { return mode == MODE_OURS || mode == MODE_PHASE; }
 
 typedef struct {
   uint32_t duration_ms;
@@ -100,7 +125,16 @@ typedef struct {
   uint32_t pace_count;
   uint32_t paced_waves[MAX_LIST];
   uint32_t paced_wave_count;
+  /* the bare wake-up yardstick and the lost rings */
+  bool wakeup;
+  bool lost_rings;
+  uint32_t lost_gaps[MAX_LIST];
+  uint32_t lost_gap_count;
+  uint32_t lost_rescue_ms;
 } options_t;
+
+/* --host LABEL: which host the figures come from, kept in the JSON. */
+static const char* g_host_label = "unnamed";
 
 /* ---- latency histogram (log-linear, 32 sub-buckets per power of two) ------- */
 
@@ -190,6 +224,65 @@ static bool g_wave_yield = true;
 /* Whether enable_buffers pins the listener threads to CPU 0: --pin in the
  * thread-per-wave mode; the default of the device-model mode. */
 static bool g_pin_listener = false;
+
+/* Where the device-model threads run (chosen once in main, choose_cpus):
+ * the bench's main thread, the listener's main thread, its helper, and the
+ * device thread each on a core of its own (distinct physical cores where
+ * the topology says so), the same for every listener. With fewer than four
+ * cores: the listener threads on CPU 0, the device on CPU 1 and the main
+ * thread unpinned (it sleeps while a round is measured). -1: unpinned. */
+static int g_cpu_main = -1, g_cpu_listener = 0, g_cpu_helper = 0, g_cpu_device = 1;
+
+static int read_int_file(const char* path, int fallback) {
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return fallback;
+  int v = fallback;
+  if (fscanf(f, "%d", &v) != 1) v = fallback;
+  fclose(f);
+  return v;
+}
+
+/* The CPUs the process may use, as it started. */
+static cpu_set_t g_allowed_cpus;
+static bool g_have_allowed_cpus;
+
+/* Threads inherit their creator's CPUs: before the runs whose threads are
+ * not pinned (thread per wave, idle), the main thread gives its pin up. */
+static void unpin_main_thread(void) {
+  if (g_have_allowed_cpus) sched_setaffinity(0, sizeof(g_allowed_cpus), &g_allowed_cpus);
+}
+
+static void choose_cpus(void) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  g_allowed_cpus = allowed;
+  g_have_allowed_cpus = true;
+  int chosen[4], n = 0, core_of[4], pkg_of[4];
+  for (int c = 0; c < CPU_SETSIZE && n < 4; ++c) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    char path[96];
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/core_id", c);
+    int core = read_int_file(path, c);
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", c);
+    int pkg = read_int_file(path, 0);
+    bool sibling = false;
+    for (int i = 0; i < n; ++i) sibling |= core_of[i] == core && pkg_of[i] == pkg;
+    if (sibling) continue;
+    core_of[n] = core;
+    pkg_of[n] = pkg;
+    chosen[n++] = c;
+  }
+  if (n >= 4) {
+    g_cpu_main = chosen[0];
+    g_cpu_listener = chosen[1];
+    g_cpu_helper = chosen[2];
+    g_cpu_device = chosen[3];
+  } else if (n >= 2) {
+    g_cpu_main = -1;
+    g_cpu_listener = g_cpu_helper = chosen[0];
+    g_cpu_device = chosen[1];
+  }
+}
 
 static void pin_current_thread_to_waves(void) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -380,14 +473,17 @@ static uint64_t listener_cpu_delta(const thread_set_t* before, const thread_set_
   return total;
 }
 
-/* Pins the listener threads in `set` to CPU 0 when `pin` (see g_pin and the
- * device-model mode). */
+/* Pins the listener threads in `set` when `pin` (see g_pin and the
+ * device-model mode): a main listener thread to g_cpu_listener, a helper
+ * (any other listener thread) to g_cpu_helper. */
 static void pin_listener_threads(const thread_set_t* set, bool pin) {
   if (!pin || sysconf(_SC_NPROCESSORS_ONLN) < 2) return;
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  CPU_SET(0, &cpus);
   for (int i = 0; i < set->count; ++i) {
+    bool main_thread = false;
+    for (int m = 0; m < MODE_COUNT; ++m) main_thread |= strcmp(set->names[i], kModeThread[m]) == 0;
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    CPU_SET(main_thread ? g_cpu_listener : g_cpu_helper, &cpus);
     if (sched_setaffinity((pid_t)set->tids[i], sizeof(cpus), &cpus) != 0) {
       fprintf(stderr, "hostcall_bench: cannot pin listener thread %d\n", set->tids[i]);
     }
@@ -430,16 +526,23 @@ typedef struct {
 #define PROTOCOL_PHASE_BIT 1u
 
 static hostcall_lib_t g_libs[MODE_COUNT];
-static const char* g_lib_paths[MODE_COUNT] = {HOSTCALL_BENCH_BASELINE_LIB, HOSTCALL_BENCH_OURS_LIB,
-                                              HOSTCALL_BENCH_OURS_LIB};
+static const char* g_lib_paths[MODE_COUNT] = {
+    HOSTCALL_BENCH_BASELINE_LIB,       HOSTCALL_BENCH_OURS_LIB,          HOSTCALL_BENCH_OURS_LIB,
+    HOSTCALL_BENCH_CLASSIC2026_LIB,    HOSTCALL_BENCH_PHASE2026_LIB,     HOSTCALL_BENCH_FLOOR_DOORBELL_LIB,
+    HOSTCALL_BENCH_FLOOR_STACK_LIB};
+/* --lib-dir DIR: every library from DIR by its file name (a copied run). */
+static char g_lib_storage[MODE_COUNT][512];
 /* Occupancy bitmaps of the phase-bit buffers (64 packets: 2 words). */
 static uint32_t g_bitmaps[MAX_BUFFERS][(PACKETS_PER_BUFFER + 31) / 32];
 /* The mode whose library enabled the buffers currently enabled. */
 static int g_mode;
 
-static bool load_libraries(void) {
+static bool load_libraries(const bool* modes) {
   for (int m = 0; m < MODE_COUNT; ++m) {
     hostcall_lib_t* lib = &g_libs[m];
+    /* The layout checks need ours and the 2019-20 baseline; the others only
+     * when measured. */
+    if (!modes[m] && m != MODE_OURS && m != MODE_BASELINE && m != MODE_PHASE) continue;
     lib->handle = dlopen(g_lib_paths[m], RTLD_NOW | RTLD_LOCAL);
     if (lib->handle == NULL) {
       fprintf(stderr, "hostcall_bench: cannot load the %s listener: %s\n", kModeName[m], dlerror());
@@ -458,7 +561,7 @@ static bool load_libraries(void) {
       fprintf(stderr, "hostcall_bench: %s lacks a hostcall function\n", g_lib_paths[m]);
       return false;
     }
-    if (m == MODE_PHASE) {
+    if (mode_is_phase(m)) {
       void* p[2] = {dlsym(lib->handle, "amdgpu_dropin_hostcall_buffer_size"),
                     dlsym(lib->handle, "amdgpu_dropin_hostcall_enable")};
       memcpy(&lib->protocol_size, &p[0], sizeof(p[0]));
@@ -469,10 +572,18 @@ static bool load_libraries(void) {
       }
     }
   }
-  if (g_libs[0].size(PACKETS_PER_BUFFER) != g_libs[1].size(PACKETS_PER_BUFFER) ||
-      g_libs[0].alignment() != g_libs[1].alignment()) {
-    fprintf(stderr, "hostcall_bench: the two libraries disagree on the buffer layout\n");
-    return false;
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    if (g_libs[m].handle == NULL) continue;
+    if (g_libs[m].size(PACKETS_PER_BUFFER) != g_libs[MODE_OURS].size(PACKETS_PER_BUFFER) ||
+        g_libs[m].alignment() != g_libs[MODE_OURS].alignment()) {
+      fprintf(stderr, "hostcall_bench: %s and ours disagree on the buffer layout\n", kModeName[m]);
+      return false;
+    }
+    if (mode_is_phase(m) && g_libs[m].protocol_size(PROTOCOL_PHASE_BIT, PACKETS_PER_BUFFER) !=
+                                g_libs[MODE_PHASE].protocol_size(PROTOCOL_PHASE_BIT, PACKETS_PER_BUFFER)) {
+      fprintf(stderr, "hostcall_bench: %s and ours disagree on the phase-bit layout\n", kModeName[m]);
+      return false;
+    }
   }
   return true;
 }
@@ -499,7 +610,7 @@ static bool enable_buffers(int mode, uint32_t count) {
   g_mode = mode;
   for (uint32_t i = 0; i < count; ++i) {
     bool enabled;
-    if (mode == MODE_PHASE) {
+    if (mode_is_phase(mode)) {
       memset(g_bitmaps[i], 0, sizeof(g_bitmaps[i]));
       enabled = device_sim_phase_attach(g_buffers[i]) &&
                 g_libs[mode].protocol_enable(g_buffers[i], PACKETS_PER_BUFFER, g_buffers[i],
@@ -516,7 +627,7 @@ static bool enable_buffers(int mode, uint32_t count) {
   }
   /* The new thread names itself when it starts running: give it a moment. */
   thread_set_t set;
-  const char* want = mode == MODE_BASELINE ? THREAD_BASELINE : THREAD_OURS;
+  const char* want = kModeThread[mode];
   for (int attempt = 0; attempt < 1000; ++attempt) { /* up to 5 s on a busy machine */
     listener_threads(&set);
     if (has_thread(&set, want)) break;
@@ -721,7 +832,6 @@ static void measure_pair(const options_t* opt, result_t* pair[MODE_COUNT]) {
  * device thread runs on CPU 1 and the listener threads on CPU 0 (--no-pin:
  * no pinning). */
 
-#define DEVICE_CPU 1
 
 typedef struct {
   void* buffer;
@@ -836,7 +946,7 @@ static bool device_answered(const device_t* d, const sim_wave_t* wave) {
 static void* device_main(void* arg) {
   device_t* d = (device_t*)arg;
   pthread_setname_np(pthread_self(), "bench-device");
-  if (d->pin) pin_current_thread_to(DEVICE_CPU);
+  if (d->pin) pin_current_thread_to(g_cpu_device);
   /* Relaxed: a stop request only needs to be seen eventually. */
   while (!atomic_load_explicit(&d->stop, memory_order_relaxed) && !d->failed) {
     uint64_t now = device_sim_now_ns();
@@ -907,7 +1017,7 @@ static bool run_device_round(result_t* r, uint32_t duration_ms) {
   d->waves = r->waves;
   d->pace_ns = (uint64_t)r->pace_us * 1000u;
   d->pin = g_device_pin;
-  d->phase = r->mode == MODE_PHASE;
+  d->phase = mode_is_phase(r->mode);
   d->wave = waves;
   for (uint32_t w = 0; w < r->waves; ++w) {
     waves[w].buffer = g_buffers[w % r->buffers];
@@ -1112,6 +1222,275 @@ static bool run_idle(const options_t* opt, idle_t* r) {
   return true;
 }
 
+/* ---- yardstick: a bare wake-up ---------------------------------------------- */
+
+/* What waking a sleeping thread costs on this host, measured as the paced
+ * runs measure a request: a "device" thread on the device's CPU posts every
+ * pace_us (spinning in between) and a sleeper on the listener's CPU notes
+ * how long after the post it runs again. Two ways to sleep:
+ *  * futex: FUTEX_WAIT on the word the poster bumps and FUTEX_WAKEs (the
+ *    bare kernel wake-up);
+ *  * runtime: the software HSA runtime's blocked wait on a signal the
+ *    poster stores to, as a listener waits (ROCr's poll of its first 200 us,
+ *    then a futex sleep, plus the modelled 20 us interrupt latency). */
+enum { WAKE_FUTEX = 0, WAKE_RUNTIME = 1, WAKE_KINDS = 2 };
+static const char* const kWakeName[WAKE_KINDS] = {"futex", "runtime_wait"};
+
+typedef struct {
+  bool ok;
+  uint32_t rounds;
+  uint64_t count;
+  double round_p50[MAX_ROUNDS], round_p99[MAX_ROUNDS];
+  double p50_us, p99_us;
+} wakeup_t;
+static wakeup_t g_wakeup[WAKE_KINDS];
+static bool g_have_wakeup;
+
+typedef struct {
+  int kind;
+  uint64_t pace_ns;
+  _Atomic uint32_t word;   /* futex word: the post's sequence number */
+  _Atomic uint64_t t_post; /* when the latest post was made */
+  _Atomic int stop;
+  _Atomic int measuring;
+  hsa_signal_t signal;
+  uint64_t count;
+  uint64_t hist[BUCKETS];
+} wake_run_t;
+
+static void* wake_sleeper_main(void* arg) {
+  wake_run_t* w = arg;
+  pthread_setname_np(pthread_self(), "bench-sleeper");
+  if (g_device_pin) pin_current_thread_to(g_cpu_listener);
+  uint32_t seen = 0;
+  /* Relaxed: a stop request only needs to be seen eventually (the poster
+   * posts once more after setting it). */
+  while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
+    if (w->kind == WAKE_FUTEX) {
+      syscall(SYS_futex, &w->word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+    } else {
+      hsa_signal_wait_scacquire(w->signal, HSA_SIGNAL_CONDITION_NE, (hsa_signal_value_t)seen,
+                                1000000000ull, HSA_WAIT_STATE_BLOCKED);
+    }
+    uint64_t now = device_sim_now_ns();
+    /* Acquire: pairs with the poster's release store, so t_post is the
+     * post's own time. */
+    uint32_t value = atomic_load_explicit(&w->word, memory_order_acquire);
+    if (value == seen) continue; /* spurious or timed out */
+    seen = value;
+    uint64_t t = atomic_load_explicit(&w->t_post, memory_order_relaxed);
+    /* Relaxed: see device_collect. */
+    if (atomic_load_explicit(&w->measuring, memory_order_relaxed) && now >= t) {
+      w->count++;
+      w->hist[bucket_of(now - t)]++;
+    }
+  }
+  return NULL;
+}
+
+static void wake_post(wake_run_t* w, uint32_t seq) {
+  atomic_store_explicit(&w->t_post, device_sim_now_ns(), memory_order_relaxed);
+  /* Release: the sleeper's acquire load of the word sees t_post. */
+  atomic_store_explicit(&w->word, seq, memory_order_release);
+  if (w->kind == WAKE_FUTEX) {
+    syscall(SYS_futex, &w->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  } else {
+    hsa_signal_store_screlease(w->signal, (hsa_signal_value_t)seq);
+  }
+}
+
+static void* wake_poster_main(void* arg) {
+  wake_run_t* w = arg;
+  pthread_setname_np(pthread_self(), "bench-device");
+  if (g_device_pin) pin_current_thread_to(g_cpu_device);
+  uint32_t seq = 0;
+  uint64_t next = device_sim_now_ns() + w->pace_ns;
+  /* Relaxed: see wake_sleeper_main. */
+  while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
+    if (device_sim_now_ns() < next) continue; /* spins, as the device thread */
+    wake_post(w, ++seq);
+    next = device_sim_now_ns() + w->pace_ns;
+  }
+  wake_post(w, ++seq); /* lets the sleeper see the stop */
+  return NULL;
+}
+
+static bool run_wakeup_round(int kind, uint32_t pace_us, uint32_t duration_ms, wakeup_t* out) {
+  hsa_sim_set_wait_wake_delay_us(20);
+  hsa_sim_set_periodic_recheck(false, 1000);
+  wake_run_t* w = calloc(1, sizeof(*w));
+  if (w == NULL) return false;
+  w->kind = kind;
+  w->pace_ns = (uint64_t)pace_us * 1000u;
+  if (kind == WAKE_RUNTIME && hsa_signal_create(0, 0, NULL, &w->signal) != HSA_STATUS_SUCCESS) {
+    free(w);
+    return false;
+  }
+  pthread_t sleeper, poster;
+  bool ok = pthread_create(&sleeper, NULL, wake_sleeper_main, w) == 0;
+  if (ok && pthread_create(&poster, NULL, wake_poster_main, w) != 0) {
+    atomic_store_explicit(&w->stop, 1, memory_order_relaxed);
+    wake_post(w, 0xFFFFFFFFu);
+    pthread_join(sleeper, NULL);
+    ok = false;
+  }
+  if (ok) {
+    sleep_ms(g_device_warmup_ms);
+    /* Relaxed: see device_collect. */
+    atomic_store_explicit(&w->measuring, 1, memory_order_relaxed);
+    sleep_ms(duration_ms);
+    atomic_store_explicit(&w->measuring, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->stop, 1, memory_order_relaxed);
+    pthread_join(poster, NULL);
+    pthread_join(sleeper, NULL);
+    if (w->count > 0 && out->rounds < MAX_ROUNDS) {
+      uint32_t i = out->rounds++;
+      out->round_p50[i] = hist_quantile(w->hist, w->count, 0.50) / 1e3;
+      out->round_p99[i] = hist_quantile(w->hist, w->count, 0.99) / 1e3;
+      out->count += w->count;
+    }
+  }
+  if (kind == WAKE_RUNTIME) hsa_signal_destroy(w->signal);
+  free(w);
+  return ok;
+}
+
+/* ---- lost rings ---------------------------------------------------------------- */
+
+/* A request whose doorbell ring was lost: the wave posts (classic: push on
+ * the ready stack; phase-bit: flip its phase) and does not ring. The figure
+ * is how long it waits for an answer. "first": the first lost ring a fresh
+ * listener meets, after an idle gap; "later": lost rings after that one,
+ * each after a gap. A request not answered within the rescue time is
+ * rescued by a ring (recorded as not served). */
+#define MAX_LOST 96
+typedef struct {
+  int mode;
+  uint32_t gap_ms;
+  bool first;
+  bool served;
+  double wait_ms;
+} lost_t;
+static lost_t g_lost[MAX_LOST];
+static size_t g_lost_count;
+static bool g_have_lost;
+/* Listener CPU per 2 s of silence after lost rings (NAN: not measured). */
+static double g_lost_idle_ms[MODE_COUNT];
+
+static void lost_add(int mode, uint32_t gap_ms, bool first, bool served, double wait_ms) {
+  if (g_lost_count >= MAX_LOST) return;
+  g_lost[g_lost_count++] = (lost_t){mode, gap_ms, first, served, wait_ms};
+}
+
+/* One request without a ring on g_buffers[0]; returns false on a protocol
+ * failure. */
+static bool lost_call(int mode, uint32_t rescue_ms, bool* served, double* wait_ms) {
+  void* buffer = g_buffers[0];
+  bool phase = mode_is_phase(mode);
+  static uint64_t lanes[64][8], out[64][8];
+  for (uint32_t lane = 0; lane < 64; ++lane) {
+    lanes[lane][0] = (uint64_t)(uintptr_t)&bench_function;
+    lanes[lane][1] = lane * 3u + 1u;
+    lanes[lane][2] = (uint64_t)lane * 0x9E3779B97F4A7C15ull;
+  }
+  uint64_t ptr = 0;
+  uint32_t index = 0;
+  if (phase) {
+    if (device_sim_phase_claim(buffer, &index, CALL_TIMEOUT_NS) != DEVICE_SIM_OK) return false;
+    device_sim_phase_fill(buffer, index, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull,
+                          (const uint64_t(*)[8])lanes);
+  } else {
+    if (device_sim_pop_free(buffer, &ptr, CALL_TIMEOUT_NS) != DEVICE_SIM_OK) return false;
+    device_sim_fill(buffer, ptr, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, (const uint64_t(*)[8])lanes);
+  }
+  uint64_t t0 = device_sim_now_ns();
+  if (phase) {
+    device_sim_phase_flip(buffer, index);
+  } else {
+    device_sim_push_ready(buffer, ptr);
+  }
+  uint64_t deadline = t0 + (uint64_t)rescue_ms * 1000000u;
+  bool answered = false;
+  for (;;) {
+    answered = phase ? device_sim_phase_is_answered(buffer, index) : device_sim_is_served(buffer, ptr);
+    if (answered || device_sim_now_ns() >= deadline) break;
+    struct timespec ts = {0, 20000}; /* 20 us: the figure is in milliseconds */
+    nanosleep(&ts, NULL);
+  }
+  uint64_t t1 = device_sim_now_ns();
+  *served = answered;
+  *wait_ms = (double)(t1 - t0) / 1e6;
+  if (!answered) { /* the rescue: a ring */
+    if (phase) {
+      hsa_signal_t doorbell = {device_sim_phase_prefix(buffer)->doorbell};
+      hsa_signal_add_screlease(doorbell, 1);
+      if (device_sim_phase_wait_answered(buffer, index, CALL_TIMEOUT_NS) != DEVICE_SIM_OK) return false;
+    } else {
+      device_sim_ring_doorbell(buffer);
+      if (device_sim_wait_served(buffer, ptr, CALL_TIMEOUT_NS) != DEVICE_SIM_OK) return false;
+    }
+  }
+  bool good = true;
+  if (phase) {
+    device_sim_phase_read_results(buffer, index, ~0ull, out);
+    device_sim_phase_clear_bit(buffer, index);
+  } else {
+    device_sim_read_results(buffer, ptr, ~0ull, out);
+    device_sim_push_free(buffer, ptr);
+  }
+  for (uint32_t lane = 0; lane < 64; ++lane) good &= out[lane][0] == lanes[lane][1] + 1;
+  return good;
+}
+
+/* A fresh listener of `mode` on one buffer: one rung call, `first_gap_ms`
+ * of silence, a lost ring; then, when `later` and it was served, one lost
+ * ring after each gap of `gaps`, and (`idle_ms` > 0) the listener's CPU over
+ * idle_ms of silence after them. */
+static bool run_lost_rings(int mode, uint32_t first_gap_ms, bool later, const uint32_t* gaps,
+                           uint32_t gap_count, uint32_t rescue_ms, uint32_t idle_ms) {
+  hsa_sim_set_wait_wake_delay_us(20);
+  hsa_sim_set_periodic_recheck(false, 1000);
+  g_pin_listener = g_device_pin;
+  if (!enable_buffers(mode, 1)) return false;
+  bool ok = true;
+  uint64_t lanes[64][8];
+  memset(lanes, 0, sizeof(lanes));
+  lanes[0][0] = (uint64_t)(uintptr_t)&bench_function;
+  if (device_sim_hostcall(g_buffers[0], DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, lanes,
+                          CALL_TIMEOUT_NS) != DEVICE_SIM_OK) {
+    ok = false;
+  }
+  bool served = false;
+  double wait_ms = NAN;
+  if (ok) {
+    sleep_ms(first_gap_ms);
+    ok = lost_call(mode, rescue_ms, &served, &wait_ms);
+    if (ok) lost_add(mode, first_gap_ms, true, served, wait_ms);
+  }
+  if (ok && later && served) {
+    for (uint32_t i = 0; i < gap_count && ok; ++i) {
+      sleep_ms(gaps[i]);
+      bool s2 = false;
+      double w2 = NAN;
+      ok = lost_call(mode, rescue_ms, &s2, &w2);
+      if (ok) lost_add(mode, gaps[i], false, s2, w2);
+    }
+    if (ok && idle_ms > 0) {
+      sleep_ms(50);
+      thread_set_t before, after;
+      listener_threads(&before);
+      uint64_t t0 = device_sim_now_ns();
+      sleep_ms(idle_ms);
+      uint64_t t1 = device_sim_now_ns();
+      listener_threads(&after);
+      g_lost_idle_ms[mode] = (double)listener_cpu_delta(&before, &after) / 1e6 * 2e9 / (double)(t1 - t0);
+    }
+  }
+  disable_buffers(1);
+  if (!ok) fprintf(stderr, "hostcall_bench: lost-ring run of %s failed\n", kModeName[mode]);
+  return ok;
+}
+
 /* ---- reporting ------------------------------------------------------------ */
 
 #define MAX_RESULTS 256
@@ -1150,11 +1529,26 @@ static const result_t* find_result(int kind, int mode, uint32_t delay, uint32_t 
   return NULL;
 }
 
-/* The result r's ratios are against: baseline for ours (and baseline),
- * ours (classic) for phasebit. */
+/* The result r's ratios in the tables are against: the 2019-20 baseline
+ * for ours, the 2026 phase-bit strategy for phasebit (ours when it was not
+ * measured); the references have none. */
 static const result_t* baseline_of(const result_t* r) {
-  int against = r->mode == MODE_PHASE ? MODE_OURS : MODE_BASELINE;
+  int against;
+  if (r->mode == MODE_OURS) {
+    against = MODE_BASELINE;
+  } else if (r->mode == MODE_PHASE) {
+    against = find_result(r->kind, MODE_P2026, r->delay_us, r->waves, r->buffers, r->pace_us)
+                  ? MODE_P2026
+                  : MODE_OURS;
+  } else {
+    return NULL;
+  }
   return find_result(r->kind, against, r->delay_us, r->waves, r->buffers, r->pace_us);
+}
+
+/* The same configuration measured with listener `mode`. */
+static const result_t* same_config(const result_t* r, int mode) {
+  return find_result(r->kind, mode, r->delay_us, r->waves, r->buffers, r->pace_us);
 }
 
 /* Thread-per-wave figures with 16 or more wave threads on this machine's
@@ -1190,9 +1584,10 @@ static void print_row(const result_t* r, const result_t* base) {
 static void print_device_header(const options_t* opt) {
   printf("\ndevice model: one host thread plays all W waves (a non-blocking state machine per "
          "wave)%s; wake delay 20 us; medians of %u alternating rounds of %u ms; P = pause after "
-         "each answer (paced; its rounds last %u ms); ratios are ours / baseline and phasebit / ours\n",
-         g_device_pin ? ", device thread on CPU 1, listener threads on CPU 0" : ", no pinning",
-         opt->rounds, opt->device_ms, opt->paced_ms);
+         "each answer (paced; its rounds last %u ms); ratios are ours / baseline and phasebit / "
+         "phase2026\n",
+         g_device_pin ? ", pinned (see the CPU line above)" : ", no pinning", opt->rounds,
+         opt->device_ms, opt->paced_ms);
   printf("%-8s %3s %2s %4s | %10s %8s %8s %8s | %9s %9s | %7s %7s %7s | %5s %s\n", "mode", "W",
          "B", "P us", "rt/s", "p50 us", "p99 us", "p99.9 us", "lst us/rt", "dev us/rt", "rt/s x",
          "p99 x", "lst x", "other", "thr");
@@ -1225,7 +1620,7 @@ typedef struct {
   bool measured;
 } target_t;
 
-static target_t g_targets[48];
+static target_t g_targets[160];
 static size_t g_target_count;
 
 static void add_target(const char* name, double value, double threshold, const char* unit,
@@ -1242,13 +1637,14 @@ static void add_target(const char* name, double value, double threshold, const c
   t->pass = t->measured && (higher_is_better ? value >= threshold : value <= threshold);
 }
 
-enum { FIGURE_RTS, FIGURE_P99, FIGURE_CPU };
+enum { FIGURE_RTS, FIGURE_P99, FIGURE_P50, FIGURE_CPU };
+static const char* const kFigureName[] = {"round trips/s", "p99", "p50", "listener CPU/rt"};
 
-/* A device-model target on the ratio ours / baseline of one figure. */
-static void device_target(int kind, uint32_t w, uint32_t b, uint32_t pace, int figure,
-                          double threshold) {
-  const result_t* base = find_result(kind, MODE_BASELINE, 20, w, b, pace);
-  const result_t* ours = find_result(kind, MODE_OURS, 20, w, b, pace);
+/* A device-model target on the ratio `mine` / `ref` of one figure. */
+static void ratio_target(int kind, int mine, int ref, uint32_t w, uint32_t b, uint32_t pace,
+                         int figure, double threshold) {
+  const result_t* base = find_result(kind, ref, 20, w, b, pace);
+  const result_t* ours = find_result(kind, mine, 20, w, b, pace);
   if (base == NULL || ours == NULL) return;
   char name[96], config[48], detail[256];
   if (kind == KIND_PACED) {
@@ -1256,55 +1652,147 @@ static void device_target(int kind, uint32_t w, uint32_t b, uint32_t pace, int f
   } else {
     snprintf(config, sizeof(config), "W=%u B=%u", w, b);
   }
-  double ratio;
+  double a, c;
+  const char* unit = figure == FIGURE_RTS ? "/s" : " us";
   if (figure == FIGURE_RTS) {
-    ratio = ours->rts / base->rts;
-    snprintf(name, sizeof(name), "device %s: round trips/s ours/baseline", config);
-    snprintf(detail, sizeof(detail), "ours %.0f/s, baseline %.0f/s", ours->rts, base->rts);
+    a = ours->rts, c = base->rts;
   } else if (figure == FIGURE_P99) {
-    ratio = ours->p99_us / base->p99_us;
-    snprintf(name, sizeof(name), "device %s: p99 ours/baseline", config);
-    snprintf(detail, sizeof(detail), "ours %.1f us, baseline %.1f us", ours->p99_us, base->p99_us);
+    a = ours->p99_us, c = base->p99_us;
+  } else if (figure == FIGURE_P50) {
+    a = ours->p50_us, c = base->p50_us;
   } else {
-    ratio = ours->listener_cpu_us_per_rt / base->listener_cpu_us_per_rt;
-    snprintf(name, sizeof(name), "device %s: listener CPU/rt ours/baseline", config);
-    snprintf(detail, sizeof(detail), "ours %.2f us, baseline %.2f us", ours->listener_cpu_us_per_rt,
-             base->listener_cpu_us_per_rt);
+    a = ours->listener_cpu_us_per_rt, c = base->listener_cpu_us_per_rt;
   }
-  add_target(name, ratio, threshold, "x", figure == FIGURE_RTS, detail);
+  snprintf(name, sizeof(name), "device %s: %s %s/%s", config, kFigureName[figure], kModeName[mine],
+           kModeName[ref]);
+  snprintf(detail, sizeof(detail), "%s %.4g%s, %s %.4g%s", kModeName[mine], a, unit,
+           kModeName[ref], c, unit);
+  add_target(name, a / c, threshold, "x", figure == FIGURE_RTS, detail);
+}
+
+static double idle_per_2s(int mode) {
+  const idle_t* idle = &g_idle[mode];
+  return g_have_idle && idle->ok ? idle->listener_cpu_ms * 2.0 / idle->seconds : NAN;
 }
 
 static void evaluate_targets(const options_t* opt) {
-  char detail[256];
+  char detail[256], name[96];
+  static const uint32_t kLoad[4][2] = {{4, 1}, {16, 1}, {64, 1}, {16, 8}};
   if (opt->device) {
-    for (uint32_t i = 0; i < opt->device_wave_count; ++i) {
-      uint32_t w = opt->device_waves[i];
-      if (w == 1 || w == 4 || w == 16) device_target(KIND_DEVICE, w, 1, 0, FIGURE_P99, 0.2);
-      if (w == 64) device_target(KIND_DEVICE, w, 1, 0, FIGURE_P99, 0.5);
+    /* Against the spinning strategies, each in ours' same protocol: the
+     * 2019-20 one (classic) and the 2026 phase-bit one. */
+    const int pairs[2][2] = {{MODE_OURS, MODE_BASELINE}, {MODE_PHASE, MODE_P2026}};
+    for (int p = 0; p < 2; ++p) {
+      int mine = pairs[p][0], ref = pairs[p][1];
+      ratio_target(KIND_DEVICE, mine, ref, 1, 1, 0, FIGURE_RTS, 1.0);
+      ratio_target(KIND_DEVICE, mine, ref, 1, 1, 0, FIGURE_P99, 1.0);
+      for (int i = 0; i < 4; ++i) {
+        ratio_target(KIND_DEVICE, mine, ref, kLoad[i][0], kLoad[i][1], 0, FIGURE_RTS, 1.0);
+        ratio_target(KIND_DEVICE, mine, ref, kLoad[i][0], kLoad[i][1], 0, FIGURE_P99, 1.0);
+        ratio_target(KIND_DEVICE, mine, ref, kLoad[i][0], kLoad[i][1], 0, FIGURE_CPU, 1.0);
+      }
+      for (uint32_t j = 0; j < opt->paced_wave_count; ++j) {
+        uint32_t w = opt->paced_waves[j];
+        ratio_target(KIND_PACED, mine, ref, w, 1, 50, FIGURE_P99, 1.0);
+        ratio_target(KIND_PACED, mine, ref, w, 1, 200, FIGURE_P99, 1.0);
+        ratio_target(KIND_PACED, mine, ref, w, 1, 1000, FIGURE_CPU, 0.25);
+      }
     }
-    device_target(KIND_DEVICE, 16, 8, 0, FIGURE_P99, 0.5);
-    for (uint32_t i = 0; i < opt->device_wave_count; ++i) {
-      device_target(KIND_DEVICE, opt->device_waves[i], 1, 0, FIGURE_RTS, 1.2);
+    /* Against the 2026 classic strategy (it sleeps): every latency figure
+     * and the CPU per request at every pace. */
+    for (size_t i = 0; i < g_result_count; ++i) {
+      const result_t* r = &g_results[i];
+      if (r->mode != MODE_OURS || (r->kind != KIND_DEVICE && r->kind != KIND_PACED)) continue;
+      ratio_target(r->kind, MODE_OURS, MODE_C2026, r->waves, r->buffers, r->pace_us, FIGURE_P50, 1.0);
+      ratio_target(r->kind, MODE_OURS, MODE_C2026, r->waves, r->buffers, r->pace_us, FIGURE_P99, 1.0);
+      if (r->kind == KIND_PACED) {
+        ratio_target(r->kind, MODE_OURS, MODE_C2026, r->waves, r->buffers, r->pace_us, FIGURE_CPU, 1.0);
+      }
     }
-    device_target(KIND_DEVICE, 16, 8, 0, FIGURE_RTS, 1.2);
-    device_target(KIND_DEVICE, 16, 1, 0, FIGURE_CPU, 1.0);
-    device_target(KIND_DEVICE, 64, 1, 0, FIGURE_CPU, 1.0);
-    device_target(KIND_DEVICE, 16, 8, 0, FIGURE_CPU, 1.0);
-    device_target(KIND_PACED, 1, 1, 200, FIGURE_CPU, 1.0);
-    device_target(KIND_PACED, 1, 1, 200, FIGURE_P99, 1.0);
-    device_target(KIND_PACED, 1, 1, 50, FIGURE_P99, 0.2);
-    device_target(KIND_PACED, 1, 1, 50, FIGURE_CPU, 1.5);
+    /* The moonshot: one wave's round trips within 1.1x of the fastest floor. */
+    const result_t* ours = find_result(KIND_DEVICE, MODE_OURS, 20, 1, 1, 0);
+    const result_t* db = find_result(KIND_DEVICE, MODE_FLOOR_DB, 20, 1, 1, 0);
+    const result_t* st = find_result(KIND_DEVICE, MODE_FLOOR_ST, 20, 1, 1, 0);
+    const result_t* fast = db && st ? (db->rts >= st->rts ? db : st) : (db ? db : st);
+    if (ours && fast) {
+      snprintf(detail, sizeof(detail), "ours %.0f/s, fastest floor (%s) %.0f/s", ours->rts,
+               kModeName[fast->mode], fast->rts);
+      add_target("moonshot: device W=1 B=1 round trips/s ours/fastest floor", ours->rts / fast->rts,
+                 1.0 / 1.1, "x", true, detail);
+    }
   }
-  if (g_have_idle && g_idle[MODE_OURS].ok) {
-    const idle_t* idle = &g_idle[MODE_OURS];
-    double per_2s = idle->listener_cpu_ms * 2.0 / idle->seconds;
+  /* Against the bare wake-up: the paced 1 ms p99 at most its p99 + 10 us. */
+  if (g_have_wakeup && g_wakeup[WAKE_FUTEX].ok) {
+    for (int k = 0; k < 2; ++k) {
+      int mine = k == 0 ? MODE_OURS : MODE_PHASE;
+      const result_t* r = find_result(KIND_PACED, mine, 20, 1, 1, 1000);
+      if (r == NULL) continue;
+      snprintf(name, sizeof(name), "paced 1000 us W=1 B=1: %s p99 - bare futex wake-up p99",
+               kModeName[mine]);
+      snprintf(detail, sizeof(detail),
+               "%s %.1f us, futex wake-up %.1f us, runtime's blocked-wait wake-up %.1f us "
+               "(the software runtime adds 20 us to every wake-up)",
+               kModeName[mine], r->p99_us, g_wakeup[WAKE_FUTEX].p99_us, g_wakeup[WAKE_RUNTIME].p99_us);
+      add_target(name, r->p99_us - g_wakeup[WAKE_FUTEX].p99_us, 10.0, " us", false, detail);
+      if (g_wakeup[WAKE_RUNTIME].ok) {
+        snprintf(name, sizeof(name), "paced 1000 us W=1 B=1: %s p99 - runtime wake-up p99",
+                 kModeName[mine]);
+        add_target(name, r->p99_us - g_wakeup[WAKE_RUNTIME].p99_us, 10.0, " us", false, detail);
+      }
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    int mine = k == 0 ? MODE_OURS : MODE_PHASE;
+    double per_2s = idle_per_2s(mine);
+    if (isnan(per_2s)) continue;
+    const idle_t* idle = &g_idle[mine];
     snprintf(detail, sizeof(detail),
-             "%.3f ms of listener CPU in %.2f s (%u buffers; baseline %.3f ms; a bare thread "
-             "sleeping on the same schedule %.3f ms)",
-             idle->listener_cpu_ms, idle->seconds, idle->buffers,
-             g_idle[MODE_BASELINE].ok ? g_idle[MODE_BASELINE].listener_cpu_ms : NAN,
-             idle->bare_sleeper_cpu_ms);
-    add_target("idle: listener CPU per 2 s", per_2s, 1.0, " ms", false, detail);
+             "%.3f ms of listener CPU in %.2f s (%u buffers; a bare thread sleeping on the same "
+             "schedule %.3f ms)",
+             idle->listener_cpu_ms, idle->seconds, idle->buffers, idle->bare_sleeper_cpu_ms);
+    snprintf(name, sizeof(name), "idle: %s listener CPU per 2 s", kModeName[mine]);
+    add_target(name, per_2s, 1.0, " ms", false, detail);
+    double c2026 = idle_per_2s(MODE_C2026);
+    if (!isnan(c2026) && c2026 > 0) {
+      snprintf(detail, sizeof(detail), "%s %.3f ms, classic2026 %.3f ms per 2 s", kModeName[mine],
+               per_2s, c2026);
+      snprintf(name, sizeof(name), "idle: %s/classic2026 listener CPU", kModeName[mine]);
+      add_target(name, per_2s / c2026, 1.0 / 20.0, "x", false, detail);
+    }
+  }
+  /* Lost rings: every later one within 20 ms, the first within the idle
+   * timeout (at most IDLE_WAIT_MAX_MS, plus the wait's slack). */
+  if (g_have_lost) {
+    for (int k = 0; k < 2; ++k) {
+      int mine = k == 0 ? MODE_OURS : MODE_PHASE;
+      double first_max = -1, later_max = -1;
+      bool first_all = true, later_all = true;
+      for (size_t i = 0; i < g_lost_count; ++i) {
+        const lost_t* l = &g_lost[i];
+        if (l->mode != mine) continue;
+        double v = l->served ? l->wait_ms : INFINITY;
+        if (l->first) {
+          first_max = fmax(first_max, v);
+          first_all &= l->served;
+        } else {
+          later_max = fmax(later_max, v);
+          later_all &= l->served;
+        }
+      }
+      if (first_max >= 0) {
+        snprintf(name, sizeof(name), "lost ring: %s first one's wait (worst gap)", kModeName[mine]);
+        snprintf(detail, sizeof(detail), "%s; idle timeout at most %u ms",
+                 first_all ? "all served" : "one not served", AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS);
+        add_target(name, first_max, AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS + 50.0, " ms", false,
+                   detail);
+      }
+      if (later_max >= 0) {
+        snprintf(name, sizeof(name), "lost ring: %s later ones' wait (worst gap)", kModeName[mine]);
+        snprintf(detail, sizeof(detail), "%s; after the first, timeouts are at most %u ms",
+                 later_all ? "all served" : "one not served", AMDGPU_DROPIN_HOSTCALL_LOST_RING_WAIT_MS);
+        add_target(name, later_max, 20.0, " ms", false, detail);
+      }
+    }
   }
   if (opt->threads) {
     const result_t* base = find_result(KIND_THROUGHPUT, MODE_BASELINE, 20, 1, 1, 0);
@@ -1312,7 +1800,7 @@ static void evaluate_targets(const options_t* opt) {
     if (base && ours) {
       snprintf(detail, sizeof(detail), "ours %.0f/s, baseline %.0f/s", ours->rts, base->rts);
       add_target("thread-per-wave W=1 B=1: round trips/s ours/baseline", ours->rts / base->rts,
-                 5.0, "x", true, detail);
+                 1.0, "x", true, detail);
     }
   }
   {
@@ -1323,10 +1811,12 @@ static void evaluate_targets(const options_t* opt) {
     if (ref && slow) {
       const result_t* bslow = find_result(KIND_ISOLATION_SLOW, MODE_BASELINE, 20,
                                           ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS, 0);
+      const result_t* cslow = find_result(KIND_ISOLATION_SLOW, MODE_C2026, 20,
+                                          ISOLATION_NORMAL_WAVES, ISOLATION_BUFFERS, 0);
       snprintf(detail, sizeof(detail),
                "other buffers' p99 %.1f us with a 1 ms function on buffer 0, %.1f us without "
-               "(baseline with it: %.1f us)",
-               slow->p99_us, ref->p99_us, bslow ? bslow->p99_us : NAN);
+               "(with it: baseline %.1f us, classic2026 %.1f us)",
+               slow->p99_us, ref->p99_us, bslow ? bslow->p99_us : NAN, cslow ? cslow->p99_us : NAN);
       add_target("slow buffer: other buffers' p99 with/without", slow->p99_us / ref->p99_us, 2.0,
                  "x", false, detail);
     }
@@ -1376,8 +1866,13 @@ static bool write_json(const options_t* opt, const char* path) {
   struct utsname u;
   uname(&u);
   fprintf(f, "{\n  \"benchmark\": \"hostcall_bench\",\n");
-  fprintf(f, "  \"machine\": {\"cpus_online\": %ld, \"kernel\": \"%s %s\", \"arch\": \"%s\"},\n",
-          sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, u.machine);
+  fprintf(f,
+          "  \"machine\": {\"cpus_online\": %ld, \"kernel\": \"%s %s\", \"arch\": \"%s\", "
+          "\"host\": \"%s\", \"cpu_main\": %d, \"cpu_listener\": %d, \"cpu_helper\": %d, "
+          "\"cpu_device\": %d},\n",
+          sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, u.machine, g_host_label,
+          g_device_pin ? g_cpu_main : -1, g_device_pin ? g_cpu_listener : -1,
+          g_device_pin ? g_cpu_helper : -1, g_device_pin ? g_cpu_device : -1);
   fprintf(f,
           "  \"settings\": {\"duration_ms\": %u, \"warmup_ms\": %u, \"idle_ms\": %u, "
           "\"device_rounds\": %u, \"device_round_ms\": %u, \"paced_round_ms\": %u, \"device_pinned\": %s, "
@@ -1425,6 +1920,21 @@ static bool write_json(const options_t* opt, const char* path) {
       json_array(f, "listener_cpu_us_per_rt", r->round_lcpu, r->rounds);
       fputs("}", f);
     }
+    /* Ratios against every other listener measured in this configuration. */
+    fputs(", \"vs\": {", f);
+    bool first_vs = true;
+    for (int m = 0; m < MODE_COUNT && r->ok; ++m) {
+      const result_t* o = m == r->mode ? NULL : same_config(r, m);
+      if (o == NULL) continue;
+      fprintf(f, "%s\"%s\": {\"round_trips_per_s\": ", first_vs ? "" : ", ", kModeName[m]);
+      json_number(f, r->rts / o->rts);
+      json_field(f, "p50", r->p50_us / o->p50_us);
+      json_field(f, "p99", r->p99_us / o->p99_us);
+      json_field(f, "listener_cpu_per_rt", r->listener_cpu_us_per_rt / o->listener_cpu_us_per_rt);
+      fputs("}", f);
+      first_vs = false;
+    }
+    fputs("}", f);
     if (base != NULL && r->ok && base->ok) {
       fputs(", \"vs_baseline\": {\"round_trips_per_s\": ", f);
       json_number(f, r->rts / base->rts);
@@ -1452,7 +1962,38 @@ static bool write_json(const options_t* opt, const char* path) {
     fputs("}", f);
     first = false;
   }
-  fprintf(f, "\n  ],\n  \"targets\": [\n");
+  fprintf(f, "\n  ],\n  \"wakeup\": [");
+  for (int k = 0; k < WAKE_KINDS && g_have_wakeup; ++k) {
+    const wakeup_t* w = &g_wakeup[k];
+    if (!w->ok) continue;
+    fprintf(f, "%s\n    {\"kind\": \"%s\", \"pace_us\": 1000, \"count\": %" PRIu64, k ? "," : "",
+            kWakeName[k], w->count);
+    json_field(f, "p50_us", w->p50_us);
+    json_field(f, "p99_us", w->p99_us);
+    fputs(", \"rounds\": {", f);
+    json_array(f, "p50_us", w->round_p50, w->rounds);
+    fputs(", ", f);
+    json_array(f, "p99_us", w->round_p99, w->rounds);
+    fputs("}}", f);
+  }
+  fprintf(f, "\n  ],\n  \"lost_rings\": [");
+  for (size_t i = 0; i < g_lost_count; ++i) {
+    const lost_t* l = &g_lost[i];
+    fprintf(f, "%s\n    {\"mode\": \"%s\", \"gap_ms\": %u, \"which\": \"%s\", \"served\": %s",
+            i ? "," : "", kModeName[l->mode], l->gap_ms, l->first ? "first" : "later",
+            l->served ? "true" : "false");
+    json_field(f, "wait_ms", l->wait_ms);
+    fputs("}", f);
+  }
+  fprintf(f, "\n  ],\n  \"idle_after_lost_rings\": {");
+  bool first_lost_idle = true;
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    if (isnan(g_lost_idle_ms[m])) continue;
+    fprintf(f, "%s\"%s\": ", first_lost_idle ? "" : ", ", kModeName[m]);
+    json_number(f, g_lost_idle_ms[m]);
+    first_lost_idle = false;
+  }
+  fprintf(f, "},\n  \"targets\": [\n");
   for (size_t i = 0; i < g_target_count; ++i) {
     const target_t* t = &g_targets[i];
     fprintf(f, "    {\"name\": \"%s\", \"value\": ", t->name);
@@ -1572,10 +2113,11 @@ static bool write_svg(const options_t* opt, const char* path) {
   for (uint32_t p = 0; p < panel_count; ++p) {
     if (panels[p].count > max_groups) max_groups = panels[p].count;
   }
-  const double left = 70, panel_h = 240, top = 50, gap = 110, right = 20, group_w = 92;
+  const double left = 70, panel_h = 240, top = 50, gap = 110, right = 20, group_w = 120;
   double width = left + right + group_w * max_groups + 130;
   double height = top + panel_count * (panel_h + gap) + 10;
-  const char* color[MODE_COUNT] = {"#c0392b", "#1f77b4", "#2ca02c"};
+  const char* color[MODE_COUNT] = {"#c0392b", "#1f77b4", "#2ca02c", "#9467bd",
+                                   "#ff7f0e", "#7f7f7f", "#bcbd22"};
 
   fprintf(f,
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -1624,7 +2166,7 @@ static bool write_svg(const options_t* opt, const char* path) {
       for (int m = 0; m < MODE_COUNT; ++m) {
         const result_t* r = panel->r[g][m];
         if (r == NULL) continue;
-        double x = gx + group_w * (m == 0 ? 0.35 : 0.65);
+        double x = gx + group_w * (0.12 + 0.76 * (double)m / (MODE_COUNT - 1));
 #define YOF(v) (y0 + panel_h - (log10((v) > 0 ? (v) : pow(10, log_lo)) - log_lo) / (log_hi - log_lo) * panel_h)
         double y50 = YOF(r->p50_us), y99 = YOF(r->p99_us), y999 = YOF(r->p999_us);
 #undef YOF
@@ -1675,7 +2217,9 @@ static void usage(void) {
           "  thread per wave: [--no-threads] [--duration-ms N] [--segments N] [--warmup-ms N]\n"
           "                [--delays 20] [--waves 1,4,16,64] [--buffers 1,8] [--no-isolation]\n"
           "                [--wave-sched idle|nice19|normal] [--pin] [--no-wave-yield]\n"
-          "  [--idle-ms N] [--modes baseline,ours,phasebit] [--ours-lib PATH] [--baseline-lib PATH]\n");
+          "  [--idle-ms N] [--modes baseline,ours,phasebit,classic2026,phase2026,floor-db,floor-st]\n"
+          "  [--ours-lib PATH] [--baseline-lib PATH] [--lib-dir DIR] [--host LABEL]\n"
+          "  [--no-wakeup] [--no-lost-rings] [--lost-gaps 5,50,200] [--lost-rescue-ms N]\n");
 }
 
 static bool parse_options(int argc, char** argv, options_t* opt) {
@@ -1693,7 +2237,11 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
   opt->rounds = 5;
   opt->device_ms = 300;
   opt->paced_ms = 1000;
-  opt->modes[MODE_BASELINE] = opt->modes[MODE_OURS] = opt->modes[MODE_PHASE] = true;
+  for (int m = 0; m < MODE_COUNT; ++m) opt->modes[m] = true;
+  opt->wakeup = true;
+  opt->lost_rings = true;
+  opt->lost_gap_count = parse_list("5,50,200", opt->lost_gaps, MAX_LIST);
+  opt->lost_rescue_ms = 2000;
   opt->delay_count = parse_list("20", opt->delays, MAX_LIST);
   opt->wave_count = parse_list("1,4,16,64", opt->waves, MAX_LIST);
   opt->buffer_count = parse_list("1,8", opt->buffers, MAX_LIST);
@@ -1711,6 +2259,8 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       opt->rounds = 1;
       opt->device_ms = 60;
       opt->paced_ms = 60;
+      opt->lost_gap_count = parse_list("5", opt->lost_gaps, MAX_LIST);
+      opt->lost_rescue_ms = 150;
       g_device_warmup_ms = 10;
     } else if (strcmp(a, "--no-isolation") == 0) {
       opt->isolation = false;
@@ -1726,6 +2276,10 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
       opt->device = false;
     } else if (strcmp(a, "--no-threads") == 0) {
       opt->threads = false;
+    } else if (strcmp(a, "--no-wakeup") == 0) {
+      opt->wakeup = false;
+    } else if (strcmp(a, "--no-lost-rings") == 0) {
+      opt->lost_rings = false;
     } else if (v == NULL) {
       usage();
       return false;
@@ -1752,10 +2306,37 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
     } else if (strcmp(a, "--baseline-lib") == 0) {
       g_lib_paths[MODE_BASELINE] = v, ++i;
     } else if (strcmp(a, "--modes") == 0) {
-      opt->modes[MODE_BASELINE] = strstr(v, "baseline") != NULL;
-      opt->modes[MODE_OURS] = strstr(v, "ours") != NULL;
-      opt->modes[MODE_PHASE] = strstr(v, "phasebit") != NULL;
+      for (int m = 0; m < MODE_COUNT; ++m) opt->modes[m] = false;
+      char* copy = strdup(v);
+      for (char* tok = strtok(copy, ","); tok != NULL; tok = strtok(NULL, ",")) {
+        bool known = false;
+        for (int m = 0; m < MODE_COUNT; ++m) {
+          if (strcmp(tok, kModeName[m]) == 0) opt->modes[m] = known = true;
+        }
+        if (!known) {
+          fprintf(stderr, "hostcall_bench: unknown mode %s\n", tok);
+          free(copy);
+          return false;
+        }
+      }
+      free(copy);
       ++i;
+    } else if (strcmp(a, "--lib-dir") == 0) {
+      static const char* const kFile[MODE_COUNT] = {
+          "libhostcall_baseline.so", "libamdgpu_dropin.so", "libamdgpu_dropin.so",
+          "libhostcall_classic2026.so", "libhostcall_phase2026.so", "libhostcall_floor_doorbell.so",
+          "libhostcall_floor_stack.so"};
+      for (int m = 0; m < MODE_COUNT; ++m) {
+        snprintf(g_lib_storage[m], sizeof(g_lib_storage[m]), "%s/%s", v, kFile[m]);
+        g_lib_paths[m] = g_lib_storage[m];
+      }
+      ++i;
+    } else if (strcmp(a, "--host") == 0) {
+      g_host_label = v, ++i;
+    } else if (strcmp(a, "--lost-gaps") == 0) {
+      opt->lost_gap_count = parse_list(v, opt->lost_gaps, MAX_LIST), ++i;
+    } else if (strcmp(a, "--lost-rescue-ms") == 0) {
+      opt->lost_rescue_ms = (uint32_t)strtoul(v, NULL, 10), ++i;
     } else if (strcmp(a, "--delays") == 0) {
       opt->delay_count = parse_list(v, opt->delays, MAX_LIST), ++i;
     } else if (strcmp(a, "--waves") == 0) {
@@ -1799,7 +2380,7 @@ static bool parse_options(int argc, char** argv, options_t* opt) {
   if (opt->rounds > MAX_ROUNDS) opt->rounds = MAX_ROUNDS;
   if (opt->duration_ms == 0 || opt->device_ms == 0 || opt->paced_ms == 0 || opt->delay_count == 0 ||
       opt->wave_count == 0 || opt->buffer_count == 0 || opt->device_wave_count == 0 ||
-      !(opt->modes[0] || opt->modes[1] || opt->modes[2]) || !(opt->device || opt->threads)) {
+      !(opt->device || opt->threads)) {
     usage();
     return false;
   }
@@ -1839,6 +2420,83 @@ static int run_device_mode(const options_t* opt) {
         print_device_row(pair[m]);
       }
     }
+  }
+  return failures;
+}
+
+/* Ours and phasebit against every reference listener, per configuration:
+ * rt/s, p99 and listener CPU per round trip, each mine / reference. */
+static void print_vs_matrix(void) {
+  static const int refs[] = {MODE_BASELINE, MODE_C2026, MODE_P2026, MODE_FLOOR_DB, MODE_FLOOR_ST};
+  printf("\nratios (listener / reference) of rt/s, p99 and listener CPU per round trip, medians\n");
+  printf("%-8s %3s %2s %4s |", "mode", "W", "B", "P us");
+  for (size_t k = 0; k < sizeof(refs) / sizeof(refs[0]); ++k) printf(" %-20s |", kModeName[refs[k]]);
+  printf("\n");
+  for (size_t i = 0; i < g_result_count; ++i) {
+    const result_t* r = &g_results[i];
+    if (!r->ok || !mode_is_ours(r->mode) || (r->kind != KIND_DEVICE && r->kind != KIND_PACED)) continue;
+    printf("%-8s %3u %2u %4u |", kModeName[r->mode], r->waves, r->buffers, r->pace_us);
+    for (size_t k = 0; k < sizeof(refs) / sizeof(refs[0]); ++k) {
+      const result_t* o = same_config(r, refs[k]);
+      if (o == NULL) {
+        printf(" %-20s |", "-");
+      } else {
+        printf(" %6.2f %6.2f %6.2f |", r->rts / o->rts, r->p99_us / o->p99_us,
+               r->listener_cpu_us_per_rt / o->listener_cpu_us_per_rt);
+      }
+    }
+    printf("\n");
+  }
+}
+
+static void run_wakeups(const options_t* opt) {
+  printf("\nbare wake-up, one post per 1000 us, poster on the device's CPU, sleeper on the "
+         "listener's; medians of %u rounds of %u ms\n", opt->rounds, opt->paced_ms);
+  for (uint32_t round = 0; round < opt->rounds; ++round) {
+    for (int k = 0; k < WAKE_KINDS; ++k) {
+      if (!run_wakeup_round(k, 1000, opt->paced_ms, &g_wakeup[k])) {
+        fprintf(stderr, "hostcall_bench: wake-up yardstick %s failed\n", kWakeName[k]);
+      }
+    }
+  }
+  for (int k = 0; k < WAKE_KINDS; ++k) {
+    wakeup_t* w = &g_wakeup[k];
+    w->ok = w->rounds > 0;
+    if (!w->ok) continue;
+    g_have_wakeup = true;
+    w->p50_us = median_of(w->round_p50, w->rounds);
+    w->p99_us = median_of(w->round_p99, w->rounds);
+    printf("%-13s p50 %8.1f us  p99 %8.1f us  (%" PRIu64 " wake-ups)\n", kWakeName[k], w->p50_us,
+           w->p99_us, w->count);
+  }
+}
+
+static int run_lost_ring_mode(const options_t* opt) {
+  int failures = 0;
+  printf("\nlost rings: a request posted without a ring after an idle gap; wait until answered "
+         "(ms; not answered within %u ms: rescued by a ring, shown as >); 'first' on a fresh "
+         "listener, 'later' after it\n", opt->lost_rescue_ms);
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    if (!opt->modes[m]) continue;
+    size_t start = g_lost_count;
+    for (uint32_t i = 0; i < opt->lost_gap_count; ++i) {
+      bool later = i == 0;
+      bool idle = later && (mode_is_ours(m) || m == MODE_C2026);
+      if (!run_lost_rings(m, opt->lost_gaps[i], later, opt->lost_gaps, opt->lost_gap_count,
+                          opt->lost_rescue_ms, idle ? opt->idle_ms : 0)) {
+        ++failures;
+        break;
+      }
+    }
+    g_have_lost = true;
+    printf("%-11s", kModeName[m]);
+    for (size_t i = start; i < g_lost_count; ++i) {
+      const lost_t* l = &g_lost[i];
+      printf(" %s %ums:%s%.1f", l->first ? "first" : "later", l->gap_ms, l->served ? "" : ">",
+             l->wait_ms);
+    }
+    if (!isnan(g_lost_idle_ms[m])) printf("; idle after them %.2f ms CPU per 2 s", g_lost_idle_ms[m]);
+    printf("\n");
   }
   return failures;
 }
@@ -1907,19 +2565,33 @@ int main(int argc, char** argv) {
     fprintf(stderr, "hostcall_bench: hsa_init failed\n");
     return 1;
   }
-  if (!load_libraries()) return 1;
+  for (int m = 0; m < MODE_COUNT; ++m) g_lost_idle_ms[m] = NAN;
+  if (!load_libraries(opt.modes)) return 1;
   if (!alloc_buffers()) {
     fprintf(stderr, "hostcall_bench: out of memory\n");
     return 1;
   }
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) g_pin = g_device_pin = false;
+  choose_cpus();
+  if (g_device_pin && g_cpu_main >= 0) pin_current_thread_to(g_cpu_main);
   const char* ours_name = strrchr(g_lib_paths[MODE_OURS], '/');
   const char* base_name = strrchr(g_lib_paths[MODE_BASELINE], '/');
   printf("hostcall_bench: %ld CPUs online; ours = %s, baseline = %s\n",
          sysconf(_SC_NPROCESSORS_ONLN), ours_name ? ours_name + 1 : g_lib_paths[MODE_OURS],
          base_name ? base_name + 1 : g_lib_paths[MODE_BASELINE]);
+  if (g_device_pin) {
+    printf("device-model pinning: main thread %s%d, listener CPU %d, its helper CPU %d, device "
+           "thread CPU %d (host: %s)\n", g_cpu_main < 0 ? "unpinned " : "CPU ",
+           g_cpu_main < 0 ? -1 : g_cpu_main, g_cpu_listener, g_cpu_helper, g_cpu_device,
+           g_host_label);
+  }
   int failures = 0;
-  if (opt.device) failures += run_device_mode(&opt);
+  if (opt.device) {
+    failures += run_device_mode(&opt);
+    print_vs_matrix();
+  }
+  if (opt.wakeup) run_wakeups(&opt);
+  unpin_main_thread();
   if (opt.threads) {
     printf("\nthread-per-wave mode: %u ms per configuration after %u ms warm-up, %u alternating "
            "segments; wave threads scheduled %s%s; %s\n"
@@ -1955,9 +2627,12 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (opt.lost_rings) failures += run_lost_ring_mode(&opt);
+
   evaluate_targets(&opt);
   if (g_target_count > 0) {
-    printf("\ntargets (ratios ours/baseline; 20 us wake delay; blocked waits poll their first 200 us, as ROCr's)\n");
+    printf("\ntargets (ratios listener/reference; 20 us wake delay; blocked waits poll their first "
+           "200 us, as ROCr's)\n");
     for (size_t i = 0; i < g_target_count; ++i) {
       const target_t* t = &g_targets[i];
       printf("  [%s] %-58s %9.3f%s (target %s %g%s)  %s\n", t->pass ? "PASS" : "MISS", t->name,

@@ -23,13 +23,6 @@ ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.pat
 
 README_MAX_LINES = 150
 
-# Pages written in other branches of the same change: a link to one of them
-# may dangle until that branch is merged; anchors into them are not checked
-# while they are missing. Remove an entry once its file exists.
-PENDING = {
-    "docs/performance.md",
-}
-
 # Top-level names a `code` span must start with to count as a repository path.
 TOP = {
     "src", "ctest", "include", "cmake", "scripts", "docs", "tests", "bench", "fuzz", "demo",
@@ -135,10 +128,6 @@ def expand(path):
     return out
 
 
-def pending(rel):
-    return rel.rstrip("/") in PENDING
-
-
 def exists(rel):
     rel = rel.rstrip("/")
     if any(c in rel for c in "*?["):
@@ -198,8 +187,7 @@ def check_file(rel):
             file_part, _, anchor = target.partition("#")
             target_rel = os.path.normpath(os.path.join(base, file_part)) if file_part else rel
             if not exists(target_rel):
-                if not pending(target_rel):
-                    problem(where, f"link to a missing file: {target}")
+                problem(where, f"link to a missing file: {target}")
                 continue
             if anchor and target_rel.endswith(".md") and anchor not in anchors(os.path.join(ROOT, target_rel)):
                 problem(where, f"link to a missing section: {target}")
@@ -210,7 +198,7 @@ def check_file(rel):
             if not ((head in TOP and "/" in span) or span in ROOT_FILES or re.fullmatch(r"cbindgen[\w*-]*\.toml", span)):
                 continue
             for candidate in expand(span):
-                if not exists(candidate) and not pending(candidate):
+                if not exists(candidate):
                     problem(where, f"names a path that does not exist: {candidate}")
         if rel not in FIGURE_FREE_EXCEPT:
             match = FIGURE.search(line)
@@ -242,9 +230,6 @@ def main():
     with open(os.path.join(ROOT, ".ci/run"), encoding="utf-8") as f:
         if "bash scripts/test.sh" not in f.read():
             problem(".ci/run", "does not run scripts/test.sh, the README's test command")
-    for rel in sorted(PENDING):
-        if exists(rel):
-            print(f"docs_check: note: {rel} exists now; remove it from PENDING in scripts/docs_check.py")
     if problems:
         print("\n".join(problems))
         print(f"docs_check: {len(problems)} problem(s) in {len(files)} files")

@@ -28,6 +28,14 @@
 #define AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH 4
 
 /*
+ Once the listener has seen a lost ring (a wait timed out with the
+ doorbell unmoved and the scan after it found work), no blocked wait lasts
+ longer than this (ms): a later lost ring is served within it (plus the
+ wait's rounding slack and a wake-up), under 20 ms.
+ */
+#define AMDGPU_DROPIN_HOSTCALL_LOST_RING_WAIT_MS 16
+
+/*
  Longest process exit waits for listener threads to leave their loop (ms);
  a thread still inside the HSA doorbell wait then (no ring could reach it)
  is waited for up to `IDLE_WAIT_MAX_MS` more.

@@ -20,6 +20,12 @@ pub const WAIT_TIMEOUT_MS: u64 = 100;
 pub const IDLE_WAIT_MAX_MS: u64 = 1000;
 pub const IDLE_WAIT_GROWTH: u64 = 4;
 
+/// Once the listener has seen a lost ring (a wait timed out with the
+/// doorbell unmoved and the scan after it found work), no blocked wait lasts
+/// longer than this (ms): a later lost ring is served within it (plus the
+/// wait's rounding slack and a wake-up), under 20 ms.
+pub const LOST_RING_WAIT_MS: u64 = 16;
+
 /// Longest process exit waits for listener threads to leave their loop (ms);
 /// a thread still inside the HSA doorbell wait then (no ring could reach it)
 /// is waited for up to `IDLE_WAIT_MAX_MS` more.

@@ -383,6 +383,14 @@ fn run_loop(
     // found work, which already brought it back to its shortest.
     let mut idle = IdleTimeout::new();
     let mut rang = false;
+    // Polling after work (main listener, classic buffers only): the doorbell
+    // value read just before the last scan that found nothing. Until it
+    // moves there is nothing new to find (a wave rings after it pushes), so
+    // the next looks read the doorbell's line instead of every ready stack's,
+    // a line the device CASes on every pop and push. A push whose ring is
+    // lost is found by the scan before the next block. Phase-bit waves may
+    // skip their ring (throttled), so with phase-bit buffers every look scans.
+    let mut idle_since_value: Option<i64> = None;
     // One scan; work found feeds the poll window. Returns the packets served
     // (None: no work).
     let mut serve_once = |snapshot: &[Arc<Entry>], window: &mut PollWindow, step: &mut u32, woke: bool| {
@@ -403,8 +411,17 @@ fn run_loop(
             snapshot = listener.snapshot();
             seen_generation = generation;
             has_phase_bit = snapshot.iter().any(|entry| matches!(entry.buffer, EntryBuffer::PhaseBit { .. }));
+            idle_since_value = None;
         }
         if !woke {
+            if let Some(value) = idle_since_value.take() {
+                if listener.doorbell_load() == value && window.should_poll(clock.now()) {
+                    idle_since_value = Some(value);
+                    snooze(&mut step);
+                    continue;
+                }
+            }
+            let before = (role == Role::Main && !has_phase_bit).then(|| listener.doorbell_load());
             if let Some(served) = serve_once(&snapshot, &mut window, &mut step, false) {
                 if window.poll_until_ns().is_some() {
                     if served >= GATHER_AFTER {
@@ -413,6 +430,7 @@ fn run_loop(
                     continue;
                 }
             } else if window.should_poll(clock.now()) {
+                idle_since_value = before;
                 snooze(&mut step);
                 continue;
             }
@@ -429,7 +447,7 @@ fn run_loop(
         };
         let found = serve_once(&snapshot, &mut window, &mut step, woke);
         if woke {
-            idle.after_wait(!rang && found.is_none());
+            idle.after_wait(rang, found.is_some());
         }
         woke = false;
         if found.is_some() {
