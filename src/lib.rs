@@ -6,10 +6,15 @@
 //!   requests GPU waves post into lock-free packet stacks.
 //!
 //! Layering: `ffi/` holds only the `extern "C"` exports (argument checks, the
-//! panic boundary, status conversion); `vmem/` and `hostcall/` hold the safe
-//! logic; `hsa` is the one place HSA symbols are resolved and `status` the one
-//! place HSA statuses become IREE statuses. `unsafe` lives in small modules and
-//! every block carries a `// SAFETY:` comment.
+//! panic boundary, status conversion); `vmem/` and `hostcall/` hold the logic;
+//! `hsa` is the one place HSA symbols are resolved and `status` the one place
+//! HSA statuses become IREE statuses. `unsafe` is used where C or device
+//! memory is met, in about twenty files: the exports (`ffi/`), libc (`sys`),
+//! HSA calls (`hsa`, `vmem/`, `hostcall/listener/doorbell.rs`, DEVMEM),
+//! device-shared memory (`hostcall/protocol/`, all of it through
+//! `protocol/device_words.rs`), the printf formatter's `snprintf`, and calls
+//! of C handlers and host functions (`hostcall/services/`). Every block
+//! carries a `// SAFETY:` comment (clippy enforces it).
 //!
 //! # Panic policy
 //!

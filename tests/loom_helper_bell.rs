@@ -1,5 +1,5 @@
 //! Model checking, with loom, of the helper thread's bell
-//! (`hostcall::helper_bell`): the main listener sees work on a buffer the
+//! (`hostcall::listener::helper_bell`): the main listener sees work on a buffer the
 //! helper serves and rings; the helper clears the bell, looks at its buffers
 //! once more and sleeps. Whatever the interleaving, the helper either sees
 //! the work in that last look or is woken: it never sleeps through it. (Loom

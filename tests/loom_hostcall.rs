@@ -1,5 +1,5 @@
 //! Model checking of the hostcall protocol with loom: the device side of
-//! SPEC §4.4 (pop free → fill → push ready → ring → wait READY → read →
+//! docs/protocols.md#classic-device-steps (pop free → fill → push ready → ring → wait READY → read →
 //! push free with tag+1) against the listener's detach / serve / release
 //! (`protocol::drain_ready`), and the registration gate between
 //! `disableHostcalls` and the listener.

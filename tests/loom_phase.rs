@@ -2,7 +2,7 @@
 //! claim a packet through the occupancy bitmap, write it with plain stores,
 //! flip the device phase (release), wait for the host phase (acquire), read
 //! the answer and clear their bit, against the listener's scan / serve / hand
-//! back (`phase_protocol::serve_phases`).
+//! back (`phase_bit::serve::serve_phases`).
 //!
 //! Run (separate target dir so the main build is not invalidated):
 //!

@@ -16,7 +16,7 @@ static int call_ok(void* buffer, uint64_t salt) {
   return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
 }
 
-/* Size from the SPEC formula (48-byte header rounded to 8, 24-byte packet
+/* Size from the formula of docs/protocols.md#classic-layout (48-byte header rounded to 8, 24-byte packet
  * headers, payloads 8-aligned, 4096 bytes each), written out longhand here
  * and compared for many n, including the extremes. */
 static void test_buffer_size_formula(void) {
@@ -48,7 +48,7 @@ static void test_buffer_alignment(void) {
   DROPIN_CHECK_MSG(getHostcallBufferAlignment() == 8, "alignment %u", getHostcallBufferAlignment());
 }
 
-/* The buffer enable writes is exactly SPEC §4.3: addresses of the arrays,
+/* The buffer enable writes is exactly docs/protocols.md#initialization-and-publication: addresses of the arrays,
  * index mask, free stack n-1 → … → 1 → 0 (tag 1), empty ready stack, doorbell. */
 static void test_initial_layout(void) {
   static const uint32_t counts[] = {2, 3, 4, 5, 7, 8, 9, 64, 100, 1000};

@@ -3,7 +3,7 @@
  *
  * Hook build (HC_TEST_HOOKS): requests with the service id
  * AMDGPU_DROPIN_HOSTCALL_TEST_PANIC_SERVICE panic inside the service. Policy
- * (src/hostcall/service.rs): the panic is caught and logged, the lane gets -1,
+ * (src/hostcall/services/mod.rs): the panic is caught and logged, the lane gets -1,
  * READY is cleared and the listener keeps serving every buffer.
  *
  * Product build: the same id is an unknown service (-1, logged as unknown);

@@ -89,7 +89,7 @@ static bool resolve_table(void* library, const char* library_path) {
       }
     }
   }
-  /* The layout's pinned slots (SPEC 2.2). */
+  /* The layout's pinned slots (docs/iree.md#layouts-shared-with-iree). */
   static const size_t kReserveSlot[] = {0, 32, 33, 34};
   DROPIN_CHECK((char*)&g_libhsa.hsa_amd_vmem_address_reserve_align -
             (char*)&g_libhsa ==

@@ -34,7 +34,7 @@
 #endif
 
 //===----------------------------------------------------------------------===//
-// Layouts shared with the library (SPEC 2)
+// Layouts shared with the library (docs/iree.md#layouts-shared-with-iree)
 //===----------------------------------------------------------------------===//
 
 _Static_assert(sizeof(iree_hal_amdgpu_topology_t) == 2144, "topology size");
@@ -1115,7 +1115,7 @@ static void test_deinitialize_mismatched_capacity(void) {
 //===----------------------------------------------------------------------===//
 
 // The table really has this IREE version's layout (the reserve function sits
-// in the slot SPEC 2.2 gives), and the library works with it (every other case).
+// in the slot docs/iree.md#layouts-shared-with-iree gives), and the library works with it (every other case).
 static void test_table_layout(void) {
 #if !IREE_HAL_AMDGPU_LIBHSA_STATIC
   static const size_t kReserveSlot[] = {0, 32, 33, 34};

@@ -19,8 +19,9 @@
 //! * Phase-bit buffers (`enable_with`, `Protocol::PhaseBit`): one packet is
 //!   enough (no tagged pointers); the occupancy bitmap must be non-NULL,
 //!   4-aligned and outside the buffer, and is never read or written by the host (only its address
-//!   goes into the buffer). Disabling works the same for both protocols; the
-//!   abandoned-request warning counts packets whose phases differ.
+//!   goes into the buffer). Disabling works the same for both protocols: a
+//!   buffer disabled while requests wait gets one warning that they are
+//!   abandoned (phase-bit: packets whose phases differ), with no count.
 //! * Enabling a buffer that is already enabled → false, logged; the first
 //!   registration stays intact and the buffer is not re-initialized (waves may
 //!   be using it). A buffer overlapping another enabled buffer → false.
@@ -69,9 +70,10 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use super::gate::Gate;
-use super::listener::{self, Entry, EntryBuffer, Listener, SignalApi};
+use super::listener::{self, Entry, Listener, SignalApi};
 use super::process::{self, EXITING, FORK_EPOCH, IN_DOORBELL_WAIT, LIVE_THREADS};
 use super::protocol::phase_bit::layout as phase_layout;
+use super::protocol::Buffer;
 pub use super::protocol::Protocol;
 use crate::log::Level;
 
@@ -306,7 +308,7 @@ pub unsafe fn enable_with(
     let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").listener);
     // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
     // contract covers validity and exclusive protocol access until disable.
-    let entry_buffer = unsafe { EntryBuffer::initialize(protocol, base, packets, shared.doorbell_handle()) };
+    let entry_buffer = unsafe { Buffer::initialize(protocol, base, packets, shared.doorbell_handle()) };
     let protocol_name = protocol.name();
     control.entries.push(Arc::new(Entry::new(key, entry_buffer, queue as usize)));
     shared.publish(&control.entries);

@@ -45,7 +45,7 @@
 //! The listener works from a snapshot of the registry (`Arc<[Arc<Entry>]>`,
 //! refreshed when `Listener::generation` moves); the registry's spin lock is
 //! held only to clone or replace that `Arc`. Each buffer has a `Gate`
-//! (protocol.rs) that `disableHostcalls` closes and waits on, so disabling one
+//! (`hostcall::gate`) that `disableHostcalls` closes and waits on, so disabling one
 //! buffer waits at most for the packet being served on that buffer, and
 //! enabling never waits for services at all.
 //!
@@ -58,7 +58,7 @@
 //! comes back once it has been fast for a while. The rules are in
 //! `classifier`. Only the main listener waits on the HSA doorbell; the helper
 //! sleeps on its own bell, which the main listener rings when it sees work on
-//! a buffer the helper serves (`hostcall::helper_bell`).
+//! a buffer the helper serves (`helper_bell`).
 //!
 //! # Stopping
 //!
@@ -81,7 +81,7 @@ pub use serve_loop::spawn;
 
 use super::gate::Gate;
 use super::process::{EXITING, FORK_EPOCH, IN_DOORBELL_WAIT};
-pub use super::protocol::Buffer as EntryBuffer;
+use super::protocol::Buffer;
 use super::services::Services;
 use classifier::{BufferClass, HelperWatch};
 
@@ -89,7 +89,7 @@ use classifier::{BufferClass, HelperWatch};
 pub struct Entry {
     /// The buffer address (registry key and printf's buffer key).
     pub key: usize,
-    pub buffer: EntryBuffer,
+    pub buffer: Buffer,
     /// The queue passed to enableHostcalls (only compared on disable).
     pub queue: usize,
     pub gate: Gate,
@@ -98,7 +98,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn new(key: usize, buffer: EntryBuffer, queue: usize) -> Entry {
+    pub fn new(key: usize, buffer: Buffer, queue: usize) -> Entry {
         Entry { key, buffer, queue, gate: Gate::new(), class: BufferClass::new() }
     }
 }

@@ -17,7 +17,7 @@
 //!
 //! Under `--cfg loom` the same API is backed by a modelled buffer (loom
 //! atomics for the stacks and headers, loom `UnsafeCell`s for payload words) so
-//! `protocol.rs` is model-checked unchanged.
+//! `classic/serve.rs` is model-checked unchanged.
 
 use super::layout;
 #[cfg(not(loom))]
@@ -103,7 +103,7 @@ mod real {
             PacketIndex::checked(ptr, self.index_mask, self.packets)
         }
 
-        // Offsets from layout.rs: header fields, or packet fields of a
+        // Offsets from `classic/layout.rs`: header fields, or packet fields of a
         // `PacketIndex` < packets; 64-bit fields at multiples of 8, the 32-bit
         // ones at 16 and 20 within an 8-aligned packet header.
         fn word(&self, offset: usize) -> &AtomicU64 {
@@ -174,7 +174,8 @@ mod real {
             self.words.write_words(layout::slot_word_offset(self.packets, index.0, lane, 0), words);
         }
 
-        /// Initializes the buffer header and packet headers (SPEC §4.3).
+        /// Initializes the buffer header and packet headers
+        /// (docs/protocols.md#initialization-and-publication).
         ///
         /// Relaxed stores: the buffer is published to the device by whatever
         /// the caller does after `enableHostcalls` returns (a kernel launch,

@@ -40,7 +40,7 @@
 //!
 //! When `n` is not a power of two, an index in `n..=index_mask` fits the mask
 //! but names no packet; such a pointer can only come from broken or hostile
-//! device code, and `PacketIndex` (buffer.rs) refuses it.
+//! device code, and `PacketIndex` (`classic/buffer.rs`) refuses it.
 
 use core::mem::{align_of, offset_of, size_of};
 use static_assertions::const_assert_eq;
@@ -89,7 +89,7 @@ const_assert_eq!(offset_of!(PacketHeader, activemask), 8);
 const_assert_eq!(offset_of!(PacketHeader, service), 16);
 const_assert_eq!(offset_of!(PacketHeader, control), 20);
 
-// Field offsets used by buffer.rs.
+// Field offsets used by `classic/buffer.rs`.
 pub const OFFSET_HEADERS: usize = offset_of!(BufferHeader, headers);
 pub const OFFSET_PAYLOADS: usize = offset_of!(BufferHeader, payloads);
 pub const OFFSET_DOORBELL: usize = offset_of!(BufferHeader, doorbell);

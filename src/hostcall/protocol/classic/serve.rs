@@ -231,7 +231,8 @@ where
 // The device side, for tests and the loom model
 //===----------------------------------------------------------------------===//
 
-/// One wave's steps of the device protocol, written from the SPEC for tests
+/// One wave's steps of the device protocol, written from
+/// docs/protocols.md#classic-device-steps for tests
 /// (the C device simulator is the independent implementation).
 #[cfg(any(test, loom))]
 pub mod device {

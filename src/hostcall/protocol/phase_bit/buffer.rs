@@ -1,5 +1,5 @@
 //! Access to a phase-bit hostcall buffer in device-shared memory (layout in
-//! `phase_layout.rs`), with the same rules as the classic view beside it:
+//! `phase_bit/layout.rs`), with the same rules as the classic view beside it:
 //! every word is read and written through an atomic view, and a packet is
 //! only addressed through a `PhaseIndex` below the host's packet count (the
 //! device's copy of the count is never read back).
@@ -73,7 +73,7 @@ mod real {
             (index < self.packets).then_some(PhaseIndex(index))
         }
 
-        // Offsets from phase_layout.rs: prefix fields, or fields of a
+        // Offsets from `phase_bit/layout.rs`: prefix fields, or fields of a
         // `PhaseIndex` < packets; 64-bit ones at multiples of 8, the phase
         // words (from 56) and the header's service (at 8) 4-aligned.
         fn word(&self, offset: usize) -> &AtomicU64 {
@@ -96,7 +96,7 @@ mod real {
         pub fn read_header(&self, index: PhaseIndex) -> (u64, u32) {
             let header = layout::header_at(self.packets, index.0);
             // Relaxed: the wave's plain stores are made visible by the
-            // acquire fence after its device-phase flip was seen (phase_protocol.rs).
+            // acquire fence after its device-phase flip was seen (`phase_bit/serve.rs`).
             let activemask = self.word(header + layout::HEADER_ACTIVEMASK).load(Ordering::Relaxed);
             let service = self.word32(header + layout::HEADER_SERVICE).load(Ordering::Relaxed);
             (activemask, service)

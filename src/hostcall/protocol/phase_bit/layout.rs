@@ -107,7 +107,7 @@ const_assert_eq!(PHASE_BUFFER_ALIGNMENT, 8);
 /// Required alignment of a phase-bit buffer (as the classic one: the payload's).
 pub const PHASE_BUFFER_ALIGNMENT: usize = BUFFER_ALIGNMENT;
 
-// Field offsets used by buffer/phase.rs.
+// Field offsets used by `phase_bit/buffer.rs`.
 pub const OFFSET_DEVICE_PHASE: usize = offset_of!(PhasePrefix, device_phase);
 pub const OFFSET_HOST_PHASE: usize = offset_of!(PhasePrefix, host_phase);
 pub const OFFSET_OCCUPIED: usize = offset_of!(PhasePrefix, occupied);

@@ -1,5 +1,5 @@
 //! The host side of the phase-bit hostcall protocol (layout and device steps
-//! in `phase_layout.rs`), written against the `sync` shim so
+//! in `phase_bit/layout.rs`), written against the `sync` shim so
 //! `tests/loom_phase.rs` model-checks exactly this code.
 //!
 //! # Host (`serve_phases`)
