@@ -394,3 +394,32 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
         report("amdgpu_dropin_hostcall_devmem_enable", ids::SERVICE_DEVMEM, buffer, result)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_has_its_own_text_and_other_values_are_unknown() {
+        let mut texts = Vec::new();
+        for status in Status::ALL {
+            let raw = status as i32;
+            assert_eq!(Status::from_raw(raw), Some(status));
+            // SAFETY: status_string returns a static NUL-terminated string.
+            let text = unsafe { core::ffi::CStr::from_ptr(amdgpu_dropin_hostcall_status_string(raw)) };
+            assert_eq!(text, status.text());
+            assert!(!texts.contains(&text), "{status:?} shares its text");
+            texts.push(text);
+        }
+        assert_eq!(
+            texts.len(),
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY as usize + 1,
+            "ALL lists every status"
+        );
+        for raw in [-1, Status::ALL.len() as i32, i32::MAX, i32::MIN] {
+            // SAFETY: as above.
+            let text = unsafe { core::ffi::CStr::from_ptr(amdgpu_dropin_hostcall_status_string(raw)) };
+            assert_eq!(text, c"unknown status");
+        }
+    }
+}
