@@ -1,70 +1,20 @@
 //! The listener: threads that wait on the shared doorbell signal and serve
-//! the ready stacks of every registered buffer.
+//! every registered buffer, in either protocol.
 //!
 //! * `doorbell`    — the HSA signal and its blocked wait (all HSA calls).
 //! * `classifier`  — which thread serves which buffer (pure, clock injected).
 //! * `poll_window` — when a thread polls and when it blocks (pure, clock injected).
 //! * `serve_loop`  — the threads: polling, waiting, visiting buffers.
+//! * `helper_bell` — where the slow-buffer helper sleeps (model-checked).
 //!
 //! This file holds the state the registry and the listener threads share
-//! (`Listener`, `Entry`) and the process-wide flags.
+//! (`Listener`, `Entry`); the process-wide flags are in `hostcall::process`.
 //!
-//! # Waiting strategy (latency vs. idle CPU)
-//!
-//! A blocked HSA wait is woken through an interrupt on a real GPU, tens of
-//! microseconds after the wave rings; waves often issue their next request
-//! right after the previous answer. So after work the listener keeps polling
-//! the ready stacks (spinning briefly, then yielding, like crossbeam's
-//! `Backoff::snooze`) for as long as `poll_window::PollWindow` says: only while
-//! recent requests came closer together than ROCr's blocked wait polls by
-//! itself (its first 200 µs) plus about two wake-ups, for at most 100 µs.
-//! Then it blocks on the doorbell (`wait != last value`,
-//! `tunables::WAIT_TIMEOUT_MS`, 100 ms). Idle, the listener sits in
-//! that blocked wait and wakes at its timeout to rescan; each timeout with
-//! nothing found makes the next wait 4 times longer, up to 1 s
-//! (`poll_window::IdleTimeout`): an idle listener costs one wake-up and one
-//! look per buffer per second. (Each wait also costs ROCr's 200 µs poll, and
-//! on the benchmark's virtual machine a wake-up after a long sleep costs
-//! 0.2–1 ms of CPU whatever the thread does; the benchmark measured 0.85 ms
-//! per 2 s with 8 buffers.)
-//!
-//! Phase-bit buffers add one rule: their waves ring at most once per ~10 µs
-//! per device, so a request may come without a ring shortly after another
-//! wave's ring. While one is enabled a thread blocks only once the doorbell
-//! value has been still for twice that (`poll_window::DoorbellQuiet`).
-//!
-//! The rescan on timeout (and the scan just before blocking) means the
-//! doorbell is only a hint: a lost or coalesced ring delays a packet by at
-//! most 100 ms while requests come, at most 1 s after a
-//! second of silence; it never strands it. The value compared against is
-//! read (acquire) *before* the last scan, so a ring that lands between that
-//! scan and the wait changes the value and the wait returns at once.
-//!
-//! # No lock while serving
-//!
-//! The listener works from a snapshot of the registry (`Arc<[Arc<Entry>]>`,
-//! refreshed when `Listener::generation` moves); the registry's spin lock is
-//! held only to clone or replace that `Arc`. Each buffer has a `Gate`
-//! (`hostcall::gate`) that `disableHostcalls` closes and waits on, so disabling one
-//! buffer waits at most for the packet being served on that buffer, and
-//! enabling never waits for services at all.
-//!
-//! # Slow services do not stall other buffers
-//!
-//! Services run inline on the listener thread (no hand-off cost on the fast
-//! path). Each visit of a buffer is timed; a buffer whose visits keep taking
-//! long (a host function or printf that blocks) is handed to a helper thread
-//! (`amdgpu-hc-slow`, started on first need, same polling strategy) and
-//! comes back once it has been fast for a while. The rules are in
-//! `classifier`. Only the main listener waits on the HSA doorbell; the helper
-//! sleeps on its own bell, which the main listener rings when it sees work on
-//! a buffer the helper serves (`helper_bell`).
-//!
-//! # Stopping
-//!
-//! `request_stop` (last buffer disabled), process exit (`EXITING`, set by the
-//! library's `.fini_array` hook), or being in a forked child (`FORK_EPOCH`
-//! moved) end the loop. See registry.rs for who waits how long.
+//! The waiting strategy (poll after work while requests come often, then a
+//! blocked doorbell wait whose timeout grows while idle; the doorbell is only
+//! a hint), the lock-free snapshot the threads serve from, the slow-buffer
+//! helper and how the threads stop are described in docs/listener.md; exit
+//! and fork in docs/process.md.
 
 mod classifier;
 mod doorbell;

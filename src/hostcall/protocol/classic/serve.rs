@@ -93,10 +93,10 @@ where
 /// Order: the ready stack is last in, first out, so its chain lists the
 /// newest packet first. A chain of at most `FIFO_UP_TO` packets (the usual
 /// case) is served oldest first, so the wave that has waited longest is
-/// answered first; measured (bench/README.md): p99 at 16 waves 41 → 27 µs at
-/// the same throughput. A longer chain is served in chain order: looking
-/// ahead through all of it first cost 15 % more listener CPU per packet at 64
-/// waves (each `next` is a cache miss the device wrote, chased serially).
+/// answered first. A longer chain is served in chain order: looking ahead
+/// through all of it first costs more listener CPU per packet than it gains
+/// (each `next` is a cache miss the device wrote, chased serially); the
+/// measurements are in docs/performance.md.
 pub fn drain_ready_packets<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
 where
     S: FnMut(&mut PendingPacket<'_>),
