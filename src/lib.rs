@@ -6,10 +6,15 @@
 //!   requests GPU waves post into lock-free packet stacks.
 //!
 //! Layering: `ffi/` holds only the `extern "C"` exports (argument checks, the
-//! panic boundary, status conversion); `vmem/` and `hostcall/` hold the safe
-//! logic; `hsa` is the one place HSA symbols are resolved and `status` the one
-//! place HSA statuses become IREE statuses. `unsafe` lives in small modules and
-//! every block carries a `// SAFETY:` comment.
+//! panic boundary, status conversion); `vmem/` and `hostcall/` hold the logic;
+//! `hsa` is the one place HSA symbols are resolved and `status` the one place
+//! HSA statuses become IREE statuses. `unsafe` is used where C or device
+//! memory is met, in about twenty files: the exports (`ffi/`), libc (`sys`),
+//! HSA calls (`hsa`, `vmem/`, `hostcall/listener/doorbell.rs`, DEVMEM),
+//! device-shared memory (`hostcall/protocol/`, all of it through
+//! `protocol/device_words.rs`), the printf formatter's `snprintf`, and calls
+//! of C handlers and host functions (`hostcall/services/`). Every block
+//! carries a `// SAFETY:` comment (clippy enforces it).
 //!
 //! # Panic policy
 //!
@@ -23,6 +28,13 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 // C-facing names mirror the originals (iree_status_t, hsa_agent_t, ...).
 #![allow(non_camel_case_types)]
+// Under `--cfg loom` only the model-checked parts are used (`unstable`), and
+// a build with one half only (or the static libhsa) leaves helpers of the
+// other unused; the full build is checked for dead code.
+#![cfg_attr(
+    any(loom, not(all(feature = "iree-vmem", feature = "rocclr-hostcall")), feature = "libhsa-static"),
+    allow(dead_code)
+)]
 
 #[cfg(not(panic = "unwind"))]
 compile_error!(
@@ -31,18 +43,38 @@ compile_error!(
      the host process"
 );
 
-pub mod ffi;
-pub mod hsa;
-pub mod log;
-// Crate-private macros, reachable as `crate::log!` / `crate::ffi_boundary!`.
-#[allow(unused_imports)] // unused in a build without the hostcall half
-pub(crate) use ffi::panic::ffi_boundary;
-pub(crate) use log::log;
-pub mod status;
+// The C ABI is the product; the Rust items are crate-private except
+// `unstable` below. (`#[no_mangle]` exports leave the library whatever the
+// visibility of their module.)
+mod ffi;
+mod hsa;
+mod log;
+// Crate-private macro, reachable as `crate::log!`.
+use log::log;
+mod status;
 mod sys;
 
 #[cfg(feature = "iree-vmem")]
-pub mod vmem;
+mod vmem;
 
 #[cfg(feature = "rocclr-hostcall")]
-pub mod hostcall;
+mod hostcall;
+
+/// Internals that the loom models (`tests/loom_*.rs`), the printf tests and
+/// the fuzz harness (`fuzz/`) drive directly. Not a stable API: anything here
+/// may change or go in any release; use the C headers.
+#[doc(hidden)]
+#[cfg(feature = "rocclr-hostcall")]
+pub mod unstable {
+    #[cfg(not(loom))]
+    pub use crate::hostcall::services::printf;
+
+    #[cfg(loom)]
+    pub use crate::hostcall::gate::Gate;
+    #[cfg(loom)]
+    pub use crate::hostcall::listener::helper_bell::HelperBell;
+    #[cfg(loom)]
+    pub use crate::hostcall::protocol::{classic, packet, phase_bit};
+    #[cfg(loom)]
+    pub use crate::hostcall::services::call_gate::CallGate;
+}

@@ -17,7 +17,8 @@ use hsa_sys::*;
 /// `iree_status_t`
 pub type iree_status_t = *mut c_void;
 
-/// `iree_status_code_t` values.
+/// `iree_status_code_t` values (all of IREE's, some unused here).
+#[allow(dead_code)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum StatusCode {
@@ -244,6 +245,7 @@ pub fn error_to_iree_status(error: &Error) -> iree_status_t {
 }
 
 /// The code of an `iree_status_t` (low 5 bits).
+#[cfg(test)]
 pub fn status_code(status: iree_status_t) -> u32 {
     (status as usize & STATUS_CODE_MASK) as u32
 }

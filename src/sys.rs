@@ -2,8 +2,8 @@
 //! loader (dlopen/dlsym/dladdr, pinning our own object), raw writes, and the
 //! process hooks (pthread_atfork, atexit). Every `unsafe` libc call lives
 //! here, except the printf formatter's `snprintf` calls
-//! (`hostcall/printf/cfmt.rs`); the device-shared memory of hostcall buffers
-//! is touched only by `hostcall/buffer.rs`.
+//! (`hostcall/services/printf/cfmt.rs`); the device-shared memory of hostcall buffers
+//! is touched only by `hostcall/protocol/device_words.rs`.
 
 use core::cell::Cell;
 use core::ffi::{c_void, CStr};

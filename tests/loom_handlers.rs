@@ -15,7 +15,7 @@
 //! unregistering thread's "free" (a write) is reported as a data race.
 #![cfg(loom)]
 
-use amdgpu_dropin::hostcall::call_gate::CallGate;
+use amdgpu_dropin::unstable::CallGate;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;

@@ -1,5 +1,5 @@
 //! Model checking, with loom, of the helper thread's bell
-//! (`hostcall::helper_bell`): the main listener sees work on a buffer the
+//! (`hostcall::listener::helper_bell`): the main listener sees work on a buffer the
 //! helper serves and rings; the helper clears the bell, looks at its buffers
 //! once more and sleeps. Whatever the interleaving, the helper either sees
 //! the work in that last look or is woken: it never sleeps through it. (Loom
@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use amdgpu_dropin::hostcall::helper_bell::HelperBell;
+use amdgpu_dropin::unstable::HelperBell;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;

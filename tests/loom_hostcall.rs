@@ -1,5 +1,5 @@
 //! Model checking of the hostcall protocol with loom: the device side of
-//! SPEC §4.4 (pop free → fill → push ready → ring → wait READY → read →
+//! docs/protocols.md#classic-device-steps (pop free → fill → push ready → ring → wait READY → read →
 //! push free with tag+1) against the listener's detach / serve / release
 //! (`protocol::drain_ready`), and the registration gate between
 //! `disableHostcalls` and the listener.
@@ -15,9 +15,10 @@
 //! a failed assertion or a deadlock.
 #![cfg(loom)]
 
-use amdgpu_dropin::hostcall::buffer::DeviceBuffer;
-use amdgpu_dropin::hostcall::layout;
-use amdgpu_dropin::hostcall::protocol::{device, drain_ready, Gate};
+use amdgpu_dropin::unstable::classic::buffer::DeviceBuffer;
+use amdgpu_dropin::unstable::classic::layout;
+use amdgpu_dropin::unstable::classic::serve::{device, drain_ready};
+use amdgpu_dropin::unstable::Gate;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;

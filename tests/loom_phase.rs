@@ -2,7 +2,7 @@
 //! claim a packet through the occupancy bitmap, write it with plain stores,
 //! flip the device phase (release), wait for the host phase (acquire), read
 //! the answer and clear their bit, against the listener's scan / serve / hand
-//! back (`phase_protocol::serve_phases`).
+//! back (`phase_bit::serve::serve_phases`).
 //!
 //! Run (separate target dir so the main build is not invalidated):
 //!
@@ -15,9 +15,9 @@
 //! assertion.
 #![cfg(loom)]
 
-use amdgpu_dropin::hostcall::buffer::phase::PhaseBuffer;
-use amdgpu_dropin::hostcall::packet::Packet;
-use amdgpu_dropin::hostcall::phase_protocol::{device, serve_phases, PendingPhasePacket, ScanLimit};
+use amdgpu_dropin::unstable::packet::Packet;
+use amdgpu_dropin::unstable::phase_bit::buffer::PhaseBuffer;
+use amdgpu_dropin::unstable::phase_bit::serve::{device, serve_phases, PendingPhasePacket, ScanLimit};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;

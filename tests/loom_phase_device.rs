@@ -23,9 +23,9 @@
 //!         cargo test --release --test loom_phase_device
 #![cfg(loom)]
 
-use amdgpu_dropin::hostcall::buffer::phase::{PhaseBuffer, PhaseIndex};
-use amdgpu_dropin::hostcall::packet::Packet;
-use amdgpu_dropin::hostcall::phase_protocol::{device, serve_phases, PendingPhasePacket, ScanLimit};
+use amdgpu_dropin::unstable::packet::Packet;
+use amdgpu_dropin::unstable::phase_bit::buffer::{PhaseBuffer, PhaseIndex};
+use amdgpu_dropin::unstable::phase_bit::serve::{device, serve_phases, PendingPhasePacket, ScanLimit};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;

@@ -13,7 +13,7 @@
 #[path = "../fuzz/harness/printf.rs"]
 mod fuzzing;
 
-use amdgpu_dropin::hostcall::printf::{format_message, pack_string, FormatError};
+use amdgpu_dropin::unstable::printf::{format_message, pack_string, FormatError};
 use std::ffi::{c_char, c_int, CString};
 
 /// xorshift64*: small, deterministic, no crate needed.

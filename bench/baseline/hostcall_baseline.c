@@ -6,7 +6,7 @@
  * product library and calls each through its own handle, so both listeners
  * are measured in one process and one run. It is never part of the product.
  *
- * The strategy (SPEC 4.6), which is what the benchmark compares against:
+ * The strategy (docs/listener.md#upstreams-listener), which is what the benchmark compares against:
  *
  *  * one process-wide listener thread, started by the first enableHostcalls,
  *    and one doorbell signal (hsa_signal_create(1, 0, NULL, &s)) shared by
@@ -17,7 +17,7 @@
  *    value changed;
  *  * on a change it takes one global lock and, under it, walks every
  *    registered buffer: detaches its ready stack (exchange with 0) and
- *    serves each packet of the chain (SPEC 4.5), running the services under
+ *    serves each packet of the chain (docs/protocols.md#classic-host-steps), running the services under
  *    the lock; enable and disable take the same lock;
  *  * a doorbell value of 0 tells the thread to exit; the last
  *    disableHostcalls stores 0, joins the thread and destroys the signal.

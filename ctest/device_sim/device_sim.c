@@ -17,7 +17,7 @@
 
 #define DEFAULT_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 
-/* ---- layout arithmetic (SPEC formula, independent of the library) ------ */
+/* ---- layout arithmetic (docs/protocols.md#classic-layout, independent of the library) ------ */
 
 static size_t round_up(size_t value, size_t alignment) {
   return (value + alignment - 1) / alignment * alignment;

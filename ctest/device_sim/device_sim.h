@@ -106,7 +106,7 @@ static inline device_sim_payload_t* device_sim_payload(void* buffer, uint64_t in
 }
 #endif /* !__cplusplus */
 
-/* Offsets computed from the SPEC formula, independently of the library:
+/* Offsets computed from the formula of docs/protocols.md#classic-layout, independently of the library:
  * headers at 48 rounded up to 8, payloads at the end of the headers rounded
  * up to the payload alignment, size = payload start + 4096 * n. */
 size_t device_sim_headers_offset(uint32_t num_packets);

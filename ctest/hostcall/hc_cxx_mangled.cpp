@@ -2,6 +2,7 @@
 // references _Z21getHostcallBufferSizej, _Z26getHostcallBufferAlignmentv,
 // _Z15enableHostcallsPvjPKv and _Z16disableHostcallsPvPKv, which the library
 // must export and which must behave like the C names.
+#include "dropin_check.h"
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,23 +11,16 @@
 #include "original_rochostcall.h"
 #include "hsa_sim.h"
 
-static int failures = 0;
-#define CHECK(cond)                                                 \
-  do {                                                              \
-    if (!(cond)) {                                                  \
-      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                   \
-    }                                                               \
-  } while (0)
+DROPIN_CHECK_DEFINE_FAILURES;
 
 int main() {
-  CHECK(hsa_init() == HSA_STATUS_SUCCESS);
-  CHECK(getHostcallBufferSize(3) == 48 + 72 + 3 * 4096);
-  CHECK(getHostcallBufferAlignment() == 8);
+  DROPIN_CHECK(hsa_init() == HSA_STATUS_SUCCESS);
+  DROPIN_CHECK(getHostcallBufferSize(3) == 48 + 72 + 3 * 4096);
+  DROPIN_CHECK(getHostcallBufferAlignment() == 8);
   void* buffer = nullptr;
-  CHECK(posix_memalign(&buffer, 4096, getHostcallBufferSize(4)) == 0);
-  CHECK(!enableHostcalls(nullptr, 4, nullptr));
-  CHECK(enableHostcalls(buffer, 4, buffer));
+  DROPIN_CHECK(posix_memalign(&buffer, 4096, getHostcallBufferSize(4)) == 0);
+  DROPIN_CHECK(!enableHostcalls(nullptr, 4, nullptr));
+  DROPIN_CHECK(enableHostcalls(buffer, 4, buffer));
   uint64_t lanes[64][8];
   for (uint32_t lane = 0; lane < 64; ++lane) {
     lanes[lane][0] = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&device_sim_fc_hash));
@@ -34,18 +28,18 @@ int main() {
   }
   uint64_t in[64][8];
   std::memcpy(in, lanes, sizeof(in));
-  CHECK(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, lanes,
+  DROPIN_CHECK(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, lanes,
                             5000000000ull) == 0);
   for (uint32_t lane = 0; lane < 64; ++lane) {
     uint64_t expected[2];
     device_sim_fc_expected(&in[lane][1], expected);
-    CHECK(lanes[lane][0] == expected[0] && lanes[lane][1] == expected[1]);
+    DROPIN_CHECK(lanes[lane][0] == expected[0] && lanes[lane][1] == expected[1]);
   }
   disableHostcalls(buffer, buffer);
   hsa_sim_live_t live;
   hsa_sim_get_live(&live);
-  CHECK(live.signals == 0);
+  DROPIN_CHECK(live.signals == 0);
   std::free(buffer);
-  std::printf("%s\n", failures == 0 ? "ok" : "FAILED");
-  return failures == 0 ? 0 : 1;
+  std::printf("%s\n", dropin_failures == 0 ? "ok" : "FAILED");
+  return dropin_failures == 0 ? 0 : 1;
 }

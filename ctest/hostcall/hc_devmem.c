@@ -68,37 +68,37 @@ static amdgpu_dropin_hostcall_status_t enable_devmem(void* buffer) {
 
 static void test_pool_checks(void) {
   uint64_t agent = g_gpu.handle;
-  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, g_group_pool.handle, &agent, 1) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_devmem_enable(NULL, g_group_pool.handle, &agent, 1) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL, "GROUP pool refused");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "nothing was registered");
 }
 
 static void test_default_service(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(hc_enable(buffer, PACKETS, NULL), "enable");
   const uint64_t base = hc_live_pool_blocks();
-  HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
-  HC_CHECK(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED, "twice");
+  DROPIN_REQUIRE_MSG(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
+  DROPIN_CHECK_MSG(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED, "twice");
   hsa_sim_reset_call_counts();
 
   /* 64 lanes allocate at once. */
   uint64_t addresses[64] = {0}, sizes[64], answers[64] = {0};
   for (int lane = 0; lane < 64; ++lane) sizes[lane] = 1000u * (uint64_t)(lane + 1);
-  HC_REQUIRE(device_sim_devmem_request(buffer, ~0ull, addresses, sizes, answers, TIMEOUT_NS) ==
+  DROPIN_REQUIRE_MSG(device_sim_devmem_request(buffer, ~0ull, addresses, sizes, answers, TIMEOUT_NS) ==
                  DEVICE_SIM_OK, "allocate x64");
   bool distinct = true, usable = true;
   for (int lane = 0; lane < 64; ++lane) {
     if (answers[lane] == 0 || answers[lane] == ERROR_VALUE) usable = false;
     for (int other = 0; other < lane; ++other) distinct &= answers[other] != answers[lane];
   }
-  HC_REQUIRE(usable, "every lane got memory");
-  HC_CHECK(distinct, "distinct blocks");
-  HC_CHECK(hc_live_pool_blocks() == base + 64, "%llu live blocks (want %llu)",
+  DROPIN_REQUIRE_MSG(usable, "every lane got memory");
+  DROPIN_CHECK_MSG(distinct, "distinct blocks");
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base + 64, "%llu live blocks (want %llu)",
            (unsigned long long)hc_live_pool_blocks(), (unsigned long long)(base + 64));
-  HC_CHECK(hsa_sim_call_count("hsa_amd_agents_allow_access") == 64, "access granted per block");
+  DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_amd_agents_allow_access") == 64, "access granted per block");
   for (int lane = 0; lane < 64; ++lane) {
-    HC_CHECK(hsa_sim_pool_block_accessible((void*)(uintptr_t)answers[lane], g_gpu), "lane %d", lane);
+    DROPIN_CHECK_MSG(hsa_sim_pool_block_accessible((void*)(uintptr_t)answers[lane], g_gpu), "lane %d", lane);
     memset((void*)(uintptr_t)answers[lane], 0xA5, sizes[lane]); /* the block is really that big */
   }
 
@@ -106,41 +106,41 @@ static void test_default_service(void) {
   uint64_t frees[64] = {0}, zero[64] = {0}, freed[64];
   memset(freed, 0xFF, sizeof(freed));
   for (int lane = 0; lane < 32; ++lane) frees[lane] = answers[lane];
-  HC_REQUIRE(device_sim_devmem_request(buffer, 0xFFFFFFFFull, frees, zero, freed, TIMEOUT_NS) ==
+  DROPIN_REQUIRE_MSG(device_sim_devmem_request(buffer, 0xFFFFFFFFull, frees, zero, freed, TIMEOUT_NS) ==
                  DEVICE_SIM_OK, "free x32");
-  for (int lane = 0; lane < 32; ++lane) HC_CHECK(freed[lane] == 0, "free answer lane %d", lane);
-  HC_CHECK(hc_live_pool_blocks() == base + 32, "after frees: %llu", (unsigned long long)hc_live_pool_blocks());
+  for (int lane = 0; lane < 32; ++lane) DROPIN_CHECK_MSG(freed[lane] == 0, "free answer lane %d", lane);
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base + 32, "after frees: %llu", (unsigned long long)hc_live_pool_blocks());
 
   /* Unknown address, double free, malformed, too large: answered 0, no change. */
-  HC_CHECK(request(buffer, 5, 0x123456789000ull, 0) == 0, "unknown address");
-  HC_CHECK(request(buffer, 6, answers[0], 0) == 0, "double free");
-  HC_CHECK(request(buffer, 7, 0, 0) == 0, "address 0 and size 0");
-  HC_CHECK(request(buffer, 8, 0, 1ull << 62) == 0, "larger than the pool");
-  HC_CHECK(hc_live_pool_blocks() == base + 32, "nothing changed: %llu", (unsigned long long)hc_live_pool_blocks());
-  HC_CHECK(hsa_sim_call_count("hsa_amd_memory_pool_free") == 32, "only known blocks freed: %llu",
+  DROPIN_CHECK_MSG(request(buffer, 5, 0x123456789000ull, 0) == 0, "unknown address");
+  DROPIN_CHECK_MSG(request(buffer, 6, answers[0], 0) == 0, "double free");
+  DROPIN_CHECK_MSG(request(buffer, 7, 0, 0) == 0, "address 0 and size 0");
+  DROPIN_CHECK_MSG(request(buffer, 8, 0, 1ull << 62) == 0, "larger than the pool");
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base + 32, "nothing changed: %llu", (unsigned long long)hc_live_pool_blocks());
+  DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_amd_memory_pool_free") == 32, "only known blocks freed: %llu",
            (unsigned long long)hsa_sim_call_count("hsa_amd_memory_pool_free"));
 
   /* HSA failures: the lane gets 0 and nothing leaks. */
   hsa_sim_fail_nth_call("hsa_amd_agents_allow_access", 1, HSA_STATUS_ERROR);
-  HC_CHECK(request(buffer, 9, 0, 4096) == 0, "failed access grant answers 0");
+  DROPIN_CHECK_MSG(request(buffer, 9, 0, 4096) == 0, "failed access grant answers 0");
   hsa_sim_fail_nth_call("hsa_amd_memory_pool_allocate", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  HC_CHECK(request(buffer, 10, 0, 4096) == 0, "failed allocation answers 0");
-  HC_CHECK(hc_live_pool_blocks() == base + 32, "no block left by the failures: %llu",
+  DROPIN_CHECK_MSG(request(buffer, 10, 0, 4096) == 0, "failed allocation answers 0");
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base + 32, "no block left by the failures: %llu",
            (unsigned long long)hc_live_pool_blocks());
 
   /* Disabling the buffer frees what its requests left. */
   hc_disable(buffer, NULL);
-  HC_CHECK(hc_live_pool_blocks() == base, "after disable: %llu (want %llu)", (unsigned long long)hc_live_pool_blocks(),
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base, "after disable: %llu (want %llu)", (unsigned long long)hc_live_pool_blocks(),
            (unsigned long long)base);
 
   /* The service (for every buffer) stays; unregistering it frees the rest. */
-  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "re-enable");
+  DROPIN_REQUIRE_MSG(hc_enable(buffer, PACKETS, NULL), "re-enable");
   uint64_t again = request(buffer, 0, 0, 65536);
-  HC_CHECK(again != 0 && hc_live_pool_blocks() == base + 1, "allocation after re-enable");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_CHECK_MSG(again != 0 && hc_live_pool_blocks() == base + 1, "allocation after re-enable");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
-  HC_CHECK(hc_live_pool_blocks() == base, "unregister freed the rest: %llu", (unsigned long long)hc_live_pool_blocks());
-  HC_CHECK(request(buffer, 0, 0, 64) == 0, "no DEVMEM service any more: 0 (no memory), never -1");
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base, "unregister freed the rest: %llu", (unsigned long long)hc_live_pool_blocks());
+  DROPIN_CHECK_MSG(request(buffer, 0, 0, 64) == 0, "no DEVMEM service any more: 0 (no memory), never -1");
   hc_disable_and_free(buffer);
 }
 
@@ -153,23 +153,23 @@ static int32_t runtime_devmem(void* user, void* buffer, uint32_t service, uint32
 static void test_buffer_scope_and_runtime_handler(void) {
   void* a = hc_alloc_buffer(PACKETS);
   void* b = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
   const uint64_t base = hc_live_pool_blocks();
   /* A runtime with its own memory objects serves DEVMEM itself. */
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(DEVMEM, NULL, runtime_devmem, NULL) ==
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(DEVMEM, NULL, runtime_devmem, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "runtime handler");
-  HC_CHECK(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED,
+  DROPIN_CHECK_MSG(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED,
            "the default cannot replace it");
-  HC_REQUIRE(enable_devmem(a) == AMDGPU_DROPIN_HOSTCALL_OK, "default for A only");
+  DROPIN_REQUIRE_MSG(enable_devmem(a) == AMDGPU_DROPIN_HOSTCALL_OK, "default for A only");
   uint64_t on_a = request(a, 3, 0, 8192);
-  HC_CHECK(on_a != 0 && on_a != 0x5000 + 8192 && hc_live_pool_blocks() == base + 1, "A: default service");
-  HC_CHECK(request(b, 3, 0, 8192) == 0x5000 + 8192, "B: the runtime's handler");
+  DROPIN_CHECK_MSG(on_a != 0 && on_a != 0x5000 + 8192 && hc_live_pool_blocks() == base + 1, "A: default service");
+  DROPIN_CHECK_MSG(request(b, 3, 0, 8192) == 0x5000 + 8192, "B: the runtime's handler");
   /* Disabling A frees its block and ends A's service. */
   hc_disable(a, NULL);
-  HC_CHECK(hc_live_pool_blocks() == base, "A's block freed on disable");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, a) ==
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base, "A's block freed on disable");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, a) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "A's service ended with A");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister the runtime's");
   hc_disable(b, NULL);
   hc_free_buffer(a);
@@ -184,31 +184,31 @@ static void test_buffer_scope_and_runtime_handler(void) {
 static void cross_buffer_free(bool global) {
   void* a = hc_alloc_buffer(PACKETS);
   void* b = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
   const uint64_t base = hc_live_pool_blocks();
   if (global) {
-    HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem for every buffer");
+    DROPIN_REQUIRE_MSG(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem for every buffer");
   } else {
-    HC_REQUIRE(enable_devmem(a) == AMDGPU_DROPIN_HOSTCALL_OK && enable_devmem(b) == AMDGPU_DROPIN_HOSTCALL_OK,
+    DROPIN_REQUIRE_MSG(enable_devmem(a) == AMDGPU_DROPIN_HOSTCALL_OK && enable_devmem(b) == AMDGPU_DROPIN_HOSTCALL_OK,
                "devmem for A and for B");
   }
   uint64_t made_on_a = request(a, 5, 0, 2u << 20);
   uint64_t kept_on_a = request(a, 6, 0, 4096);
   uint64_t made_on_b = request(b, 0, 0, 4096);
-  HC_REQUIRE(made_on_a != 0 && kept_on_a != 0 && made_on_b != 0, "allocations");
-  HC_CHECK(hc_live_pool_blocks() == base + 3, "%llu live", (unsigned long long)hc_live_pool_blocks());
+  DROPIN_REQUIRE_MSG(made_on_a != 0 && kept_on_a != 0 && made_on_b != 0, "allocations");
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base + 3, "%llu live", (unsigned long long)hc_live_pool_blocks());
   hc_disable(a, NULL);
-  HC_CHECK(hc_live_pool_blocks() == base + 3,
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base + 3,
            "disabling A freed blocks B may still use: %llu live (want %llu)",
            (unsigned long long)hc_live_pool_blocks(), (unsigned long long)(base + 3));
-  HC_CHECK(request(b, 1, made_on_a, 0) == 0, "free answered");
-  HC_CHECK(hc_live_pool_blocks() == base + 2, "A's block, freed through B, is still live: %llu (want %llu)",
+  DROPIN_CHECK_MSG(request(b, 1, made_on_a, 0) == 0, "free answered");
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base + 2, "A's block, freed through B, is still live: %llu (want %llu)",
            (unsigned long long)hc_live_pool_blocks(), (unsigned long long)(base + 2));
   hc_disable(b, NULL);
-  HC_CHECK(hc_live_pool_blocks() == base, "the scope's last buffer went: %llu live (want %llu)",
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base, "the scope's last buffer went: %llu live (want %llu)",
            (unsigned long long)hc_live_pool_blocks(), (unsigned long long)base);
   if (global) {
-    HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
+    DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
   }
   hc_free_buffer(a);
   hc_free_buffer(b);
@@ -248,10 +248,10 @@ static void* devmem_wave(void* p) {
 
 static void test_concurrent_waves(void) {
   void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
-  HC_REQUIRE(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
+  DROPIN_REQUIRE_MSG(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
              "enable");
   const uint64_t base = hc_live_pool_blocks();
-  HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
+  DROPIN_REQUIRE_MSG(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem enable");
   pthread_t threads[4];
   wave_arg_t args[4];
   for (int i = 0; i < 4; ++i) {
@@ -263,10 +263,10 @@ static void test_concurrent_waves(void) {
     pthread_join(threads[i], NULL);
     failures += args[i].failures;
   }
-  HC_CHECK(failures == 0, "%d failed requests", failures);
-  HC_CHECK(hc_live_pool_blocks() == base, "leak: %llu live blocks (want %llu)", (unsigned long long)hc_live_pool_blocks(),
+  DROPIN_CHECK_MSG(failures == 0, "%d failed requests", failures);
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base, "leak: %llu live blocks (want %llu)", (unsigned long long)hc_live_pool_blocks(),
            (unsigned long long)base);
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
   hc_disable_and_free(buffers[0]);
   hc_disable_and_free(buffers[1]);
@@ -288,11 +288,11 @@ static int child_unserved(void) {
 static void test_unserved_answers_zero_and_logs_once(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=1", NULL};
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child("unserved", env, 20000, &r), "spawn");
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_REQUIRE_MSG(hc_spawn_child("unserved", env, 20000, &r), "spawn");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
   int lines = 0;
   for (const char* p = r.err; (p = strstr(p, "no DEVMEM service is registered")) != NULL; ++p) lines++;
-  HC_CHECK(lines == 1, "logged %d times (want once); stderr: %s", lines, r.err);
+  DROPIN_CHECK_MSG(lines == 1, "logged %d times (want once); stderr: %s", lines, r.err);
 }
 
 int main(int argc, char** argv) {
@@ -318,5 +318,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_cross_buffer_free_one_service);
   HC_RUN(test_cross_buffer_free_per_buffer_services);
   HC_RUN(test_concurrent_waves);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -68,20 +68,20 @@ static void test_dlclose_with_buffer_enabled(void) {
   int rounds = env != NULL ? atoi(env) : 3;
   for (int round = 0; round < rounds; ++round) {
     api_t api;
-    HC_REQUIRE(load(&api), "load round %d", round);
+    DROPIN_REQUIRE_MSG(load(&api), "load round %d", round);
     uint32_t n = 4;
     void* buffer = NULL;
-    HC_REQUIRE(posix_memalign(&buffer, 4096, api.size(n)) == 0, "alloc");
-    HC_REQUIRE(api.enable(buffer, n, NULL), "enable round %d", round);
-    HC_CHECK(call_ok(buffer, (uint64_t)round) == 0, "call before dlclose");
-    HC_CHECK(hc_thread_count() > threads0, "listener thread not running");
+    DROPIN_REQUIRE_MSG(posix_memalign(&buffer, 4096, api.size(n)) == 0, "alloc");
+    DROPIN_REQUIRE_MSG(api.enable(buffer, n, NULL), "enable round %d", round);
+    DROPIN_CHECK_MSG(call_ok(buffer, (uint64_t)round) == 0, "call before dlclose");
+    DROPIN_CHECK_MSG(hc_thread_count() > threads0, "listener thread not running");
     /* Traffic in flight right up to the unload. */
     void* buffers[1] = {buffer};
     device_sim_waves_config_t config = device_sim_waves_config(
         buffers, 1, 2, 100, 1, TIMEOUT_NS);
     device_sim_waves_result_t result;
-    HC_CHECK(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
-    HC_CHECK(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
+    DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+    DROPIN_CHECK_MSG(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
     hc_sleep_ms(round < 3 ? 200 : 2);
     bool mapped = library_mapped();
     int threads = hc_thread_count();
@@ -89,11 +89,11 @@ static void test_dlclose_with_buffer_enabled(void) {
            mapped ? "still mapped (pinned)" : "unloaded", threads, threads0);
     if (!mapped) {
       /* Unloaded: its listener must be gone too. */
-      HC_CHECK(threads == threads0, "library unloaded but %d threads remain (want %d)", threads,
+      DROPIN_CHECK_MSG(threads == threads0, "library unloaded but %d threads remain (want %d)", threads,
                threads0);
     } else {
       /* Pinned: it must still serve the buffer it has. */
-      HC_CHECK(call_ok(buffer, 100 + (uint64_t)round) == 0, "pinned library stopped serving");
+      DROPIN_CHECK_MSG(call_ok(buffer, 100 + (uint64_t)round) == 0, "pinned library stopped serving");
     }
     /* Leave the buffer's memory alive: a pinned library still owns it. */
   }
@@ -107,29 +107,29 @@ typedef int32_t (*protocol_enable_fn)(void*, uint32_t, const void*, uint32_t, ui
  * while the library stays (it pinned itself when its listener started). */
 static void test_dlclose_with_phase_bit_buffer_enabled(void) {
   api_t api;
-  HC_REQUIRE(load(&api), "load");
+  DROPIN_REQUIRE_MSG(load(&api), "load");
   protocol_size_fn size = NULL;
   protocol_enable_fn enable = NULL;
   void* sym = dlsym(api.handle, "amdgpu_dropin_hostcall_buffer_size");
   memcpy(&size, &sym, sizeof(sym));
   sym = dlsym(api.handle, "amdgpu_dropin_hostcall_enable");
   memcpy(&enable, &sym, sizeof(sym));
-  HC_REQUIRE(size != NULL && enable != NULL, "extension API exported");
+  DROPIN_REQUIRE_MSG(size != NULL && enable != NULL, "extension API exported");
   const uint32_t n = 4, phase_bit = 1;
   void* buffer = NULL;
-  HC_REQUIRE(posix_memalign(&buffer, 4096, size(phase_bit, n)) == 0, "alloc");
+  DROPIN_REQUIRE_MSG(posix_memalign(&buffer, 4096, size(phase_bit, n)) == 0, "alloc");
   uint32_t* bitmap = calloc(1, sizeof(uint32_t));
-  HC_REQUIRE(bitmap != NULL && device_sim_phase_attach(buffer), "bitmap");
-  HC_REQUIRE(enable(buffer, n, NULL, phase_bit, bitmap) == 0, "enable");
-  HC_CHECK(call_ok(buffer, 7) == 0, "call before dlclose");
+  DROPIN_REQUIRE_MSG(bitmap != NULL && device_sim_phase_attach(buffer), "bitmap");
+  DROPIN_REQUIRE_MSG(enable(buffer, n, NULL, phase_bit, bitmap) == 0, "enable");
+  DROPIN_CHECK_MSG(call_ok(buffer, 7) == 0, "call before dlclose");
   void* buffers[1] = {buffer};
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 2, 100, 2, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  HC_CHECK(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
-  HC_CHECK(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
+  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+  DROPIN_CHECK_MSG(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
   hc_sleep_ms(50);
   if (library_mapped()) {
-    HC_CHECK(call_ok(buffer, 8) == 0, "pinned library stopped serving the phase-bit buffer");
+    DROPIN_CHECK_MSG(call_ok(buffer, 8) == 0, "pinned library stopped serving the phase-bit buffer");
   }
   /* Buffer and bitmap stay alive: a pinned library still owns them. */
 }
@@ -138,5 +138,5 @@ int main(void) {
   hc_hsa_init();
   HC_RUN(test_dlclose_with_buffer_enabled);
   HC_RUN(test_dlclose_with_phase_bit_buffer_enabled);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

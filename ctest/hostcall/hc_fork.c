@@ -223,11 +223,11 @@ static int fork_child_work(void) {
   uint64_t lanes[64][8] = {{0}};
   for (int i = 0; i < 64; ++i) lanes[i][0] = (uint64_t)i + 10;
   if (device_sim_hostcall(buffer, CHILD_SERVICE, ~0ull, lanes, TIMEOUT_NS) != DEVICE_SIM_OK) return 5;
-  for (uint32_t i = 0; i < 64; ++i) HC_CHILD_CHECK(lanes[i][0] == (i + 10) * 3 + i, "lane %u", i);
+  for (uint32_t i = 0; i < 64; ++i) DROPIN_CHECK_INTO(failures, lanes[i][0] == (i + 10) * 3 + i, "lane %u", i);
   uint64_t zero[64] = {0}, sizes[64], blocks[64], answers[64];
   for (int i = 0; i < 64; ++i) sizes[i] = 4096;
   if (device_sim_devmem_request(buffer, 0xFull, zero, sizes, blocks, TIMEOUT_NS) != DEVICE_SIM_OK) return 6;
-  for (int i = 0; i < 4; ++i) HC_CHILD_CHECK(blocks[i] != 0, "block %d", i);
+  for (int i = 0; i < 4; ++i) DROPIN_CHECK_INTO(failures, blocks[i] != 0, "block %d", i);
   if (device_sim_devmem_request(buffer, 0xFull, blocks, zero, answers, TIMEOUT_NS) != DEVICE_SIM_OK) return 7;
   if (device_sim_fc_checked_call(buffer, ~0ull, 5, TIMEOUT_NS) != 0) return 8;
   if (amdgpu_dropin_hostcall_unregister_handler(CHILD_SERVICE, NULL) != AMDGPU_DROPIN_HOSTCALL_OK) return 9;
@@ -241,10 +241,10 @@ static void test_fork_churn(void) {
   /* Sanitizer builds fork more slowly: fewer forks there keep the test
    * within CI's time (the plain build makes the 1000 in the churn). */
   const int forks = n ? atoi(n) : (FORK_IN_CHURN ? 1000 : 600);
-  HC_REQUIRE(find_device(), "GPU and its VRAM pool");
+  DROPIN_REQUIRE_MSG(find_device(), "GPU and its VRAM pool");
   void* devmem_buffer = hc_alloc_buffer(8);
-  HC_REQUIRE(hc_enable(devmem_buffer, 8, NULL), "enable");
-  HC_REQUIRE(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem for every buffer");
+  DROPIN_REQUIRE_MSG(hc_enable(devmem_buffer, 8, NULL), "enable");
+  DROPIN_REQUIRE_MSG(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "devmem for every buffer");
   /* stdout (the churn's printf) to /dev/null for the duration. */
   fflush(stdout);
   int saved_stdout = dup(1);
@@ -289,11 +289,11 @@ static void test_fork_churn(void) {
          done, FORK_IN_CHURN ? "in the middle of the churn" : "churn paused (sanitizer build)", hangs,
          failed, (unsigned long long)atomic_load(&g_churn_ops),
          (unsigned long long)atomic_load(&g_churn_errors));
-  HC_CHECK(done == forks, "%d of %d forks done", done, forks);
-  HC_CHECK(hangs == 0, "%d children hung", hangs);
-  HC_CHECK(failed == 0, "%d children failed", failed);
-  HC_CHECK(atomic_load(&g_churn_errors) == 0, "churn errors");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
+  DROPIN_CHECK_MSG(done == forks, "%d of %d forks done", done, forks);
+  DROPIN_CHECK_MSG(hangs == 0, "%d children hung", hangs);
+  DROPIN_CHECK_MSG(failed == 0, "%d children failed", failed);
+  DROPIN_CHECK_MSG(atomic_load(&g_churn_errors) == 0, "churn errors");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
   hc_disable_and_free(devmem_buffer);
 }
 
@@ -346,15 +346,15 @@ static int child_broken_stderr(void) {
   hc_disable_and_free(buffer); /* more log lines from this thread */
   struct sigaction now;
   sigaction(SIGPIPE, NULL, &now);
-  HC_CHILD_CHECK(now.sa_handler == SIG_DFL, "SIGPIPE disposition changed");
+  DROPIN_CHECK_INTO(failures, now.sa_handler == SIG_DFL, "SIGPIPE disposition changed");
   sigset_t pending;
   sigpending(&pending);
-  HC_CHILD_CHECK(!sigismember(&pending, SIGPIPE), "a SIGPIPE is left pending on the caller's thread");
+  DROPIN_CHECK_INTO(failures, !sigismember(&pending, SIGPIPE), "a SIGPIPE is left pending on the caller's thread");
   /* Report on stdout (stderr is gone). */
   printf("broken stderr: %d writes failed with EPIPE, %d of them the note\n", atomic_load(&g_epipe_writes),
          atomic_load(&g_epipe_notes));
-  HC_CHILD_CHECK(atomic_load(&g_epipe_writes) >= 5, "%d EPIPE writes", atomic_load(&g_epipe_writes));
-  HC_CHILD_CHECK(atomic_load(&g_epipe_notes) == 1, "EPIPE noted %d times (want once)",
+  DROPIN_CHECK_INTO(failures, atomic_load(&g_epipe_writes) >= 5, "%d EPIPE writes", atomic_load(&g_epipe_writes));
+  DROPIN_CHECK_INTO(failures, atomic_load(&g_epipe_notes) == 1, "EPIPE noted %d times (want once)",
                  atomic_load(&g_epipe_notes));
   if (failures) printf("broken stderr: %d failed checks\n", failures);
   fflush(stdout);
@@ -364,8 +364,8 @@ static int child_broken_stderr(void) {
 static void test_sigpipe(void) {
   const char* const env[] = {"AMD_LOG_LEVEL=3", NULL};
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child("broken_stderr", env, CHILD_DEADLINE_MS, &r), "spawn");
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_REQUIRE_MSG(hc_spawn_child("broken_stderr", env, CHILD_DEADLINE_MS, &r), "spawn");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
 }
 
 int main(int argc, char** argv) {
@@ -382,10 +382,10 @@ int main(int argc, char** argv) {
     printf("skip test_fork_churn: ThreadSanitizer cannot follow threads started in the child of a "
            "multi-threaded fork\n");
     (void)test_fork_churn;
-    if (only != NULL) return hc_failures == 0 ? 77 : 1;
+    if (only != NULL) return dropin_failures == 0 ? 77 : 1;
 #else
     HC_RUN(test_fork_churn);
 #endif
   }
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

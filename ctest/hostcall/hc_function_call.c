@@ -18,19 +18,19 @@ static uint64_t total_lanes = 0;
  * and checks every lane and that inactive lanes are left alone. */
 static void run_config(uint32_t num_packets, uint32_t waves, uint32_t calls, uint64_t seed) {
   void* buffer = hc_alloc_buffer(num_packets);
-  HC_REQUIRE(buffer != NULL, "alloc");
-  HC_REQUIRE(enableHostcalls(buffer, num_packets, (const void*)0x1234), "enable n=%u", num_packets);
+  DROPIN_REQUIRE_MSG(buffer != NULL, "alloc");
+  DROPIN_REQUIRE_MSG(enableHostcalls(buffer, num_packets, (const void*)0x1234), "enable n=%u", num_packets);
   void* buffers[1] = {buffer};
   device_sim_waves_config_t config = device_sim_waves_config(
       buffers, 1, waves, calls, seed, TIMEOUT_NS);
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
-  HC_CHECK(rc == 0, "n=%u W=%u K=%u: %llu errors, %llu mismatches, %llu inactive-lane writes: %s",
+  DROPIN_CHECK_MSG(rc == 0, "n=%u W=%u K=%u: %llu errors, %llu mismatches, %llu inactive-lane writes: %s",
            num_packets, waves, calls, (unsigned long long)result.errors,
            (unsigned long long)result.mismatches, (unsigned long long)result.inactive_lane_writes,
            result.first_failure);
-  HC_CHECK(result.calls == (uint64_t)waves * calls, "n=%u W=%u: %llu of %llu calls completed",
+  DROPIN_CHECK_MSG(result.calls == (uint64_t)waves * calls, "n=%u W=%u: %llu of %llu calls completed",
            num_packets, waves, (unsigned long long)result.calls,
            (unsigned long long)((uint64_t)waves * calls));
   total_calls += result.calls;
@@ -40,7 +40,7 @@ static void run_config(uint32_t num_packets, uint32_t waves, uint32_t calls, uin
          result.elapsed_ns ? (double)result.calls * 1e9 / (double)result.elapsed_ns : 0.0);
   disableHostcalls(buffer, (const void*)0x1234);
   /* After disable every packet is back on the free stack and nothing is ready. */
-  HC_CHECK(device_sim_header(buffer)->ready_stack == 0, "ready stack not empty after the run");
+  DROPIN_CHECK_MSG(device_sim_header(buffer)->ready_stack == 0, "ready stack not empty after the run");
   hc_free_buffer(buffer);
 }
 
@@ -64,7 +64,7 @@ static void test_packet_counts(void) {
 /* One wave, chosen masks: full, single lanes at both ends, alternating. */
 static void test_specific_masks(void) {
   void* buffer = hc_alloc_buffer(4);
-  HC_REQUIRE(buffer != NULL && enableHostcalls(buffer, 4, NULL), "enable");
+  DROPIN_REQUIRE_MSG(buffer != NULL && enableHostcalls(buffer, 4, NULL), "enable");
   static const uint64_t masks[] = {~0ull, 1ull, 1ull << 63, 0x5555555555555555ull,
                                    0xAAAAAAAAAAAAAAAAull, 0x00000000FFFFFFFFull,
                                    0xFFFFFFFF00000000ull, 0x8000000000000001ull};
@@ -78,16 +78,16 @@ static void test_specific_masks(void) {
     memcpy(in, lanes, sizeof(in));
     int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, masks[m], lanes,
                                  TIMEOUT_NS);
-    HC_CHECK(rc == 0, "mask %016llx: %s", (unsigned long long)masks[m], device_sim_error_string(rc));
+    DROPIN_CHECK_MSG(rc == 0, "mask %016llx: %s", (unsigned long long)masks[m], device_sim_error_string(rc));
     for (uint32_t lane = 0; lane < 64; ++lane) {
       if (masks[m] & (1ull << lane)) {
         uint64_t expected[2];
         device_sim_fc_expected(&in[lane][1], expected);
-        HC_CHECK(lanes[lane][0] == expected[0] && lanes[lane][1] == expected[1],
+        DROPIN_CHECK_MSG(lanes[lane][0] == expected[0] && lanes[lane][1] == expected[1],
                  "mask %016llx lane %u wrong result", (unsigned long long)masks[m], lane);
       } else {
         /* The simulator never touches the caller's inactive lanes. */
-        HC_CHECK(memcmp(lanes[lane], in[lane], sizeof(in[lane])) == 0, "inactive lane changed");
+        DROPIN_CHECK_MSG(memcmp(lanes[lane], in[lane], sizeof(in[lane])) == 0, "inactive lane changed");
       }
     }
   }
@@ -102,6 +102,6 @@ int main(void) {
   HC_RUN(test_packet_counts);
   printf("total: %llu calls, %llu lanes\n", (unsigned long long)total_calls,
          (unsigned long long)total_lanes);
-  HC_CHECK(total_calls >= 100000, "only %llu calls", (unsigned long long)total_calls);
-  return hc_failures == 0 ? 0 : 1;
+  DROPIN_CHECK_MSG(total_calls >= 100000, "only %llu calls", (unsigned long long)total_calls);
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -183,12 +183,12 @@ static int move_a_to_helper(blocked_call_t* held, uint64_t* arg) {
     /* Held 2 ms past SLOW_VISIT: a slow visit (a lower bound, not a threshold). */
     hc_sleep_ms(2 + (uint32_t)(AMDGPU_DROPIN_HOSTCALL_SLOW_VISIT_US / 1000));
     uint64_t served = release_blocked(held);
-    HC_CHECK(who == HC_SERVED_BY_MAIN && served == who, "slow call %d: entered by %llu, answered %llu",
+    DROPIN_CHECK_MSG(who == HC_SERVED_BY_MAIN && served == who, "slow call %d: entered by %llu, answered %llu",
              k, (unsigned long long)who, (unsigned long long)served);
     if (who != HC_SERVED_BY_MAIN) return -1;
     ++main_visits;
   }
-  HC_CHECK(false, "A was not moved to the helper after %d slow calls", MAX_TRIES);
+  DROPIN_CHECK_MSG(false, "A was not moved to the helper after %d slow calls", MAX_TRIES);
   return -1;
 }
 
@@ -197,16 +197,16 @@ static int move_a_to_helper(blocked_call_t* held, uint64_t* arg) {
  * listener served before the move, or -1 when the round failed. */
 static int slow_round(uint64_t* arg) {
   uint64_t first = call(g_a, fast_function, (*arg)++);
-  HC_CHECK(first == HC_SERVED_BY_MAIN, "a fast buffer is served by the main listener");
+  DROPIN_CHECK_MSG(first == HC_SERVED_BY_MAIN, "a fast buffer is served by the main listener");
   if (first != HC_SERVED_BY_MAIN) return -1;
 
   atomic_store_explicit(&g_b_stop, 0, memory_order_relaxed);
   pthread_t b_thread;
   if (pthread_create(&b_thread, NULL, b_wave, g_b) != 0) {
-    HC_CHECK(false, "B wave thread");
+    DROPIN_CHECK_MSG(false, "B wave thread");
     return -1;
   }
-  HC_CHECK(b_progresses(50), "B gets going");
+  DROPIN_CHECK_MSG(b_progresses(50), "B gets going");
 
   /* While A is not on the helper, only the main listener serves it. */
   blocked_call_t held;
@@ -215,14 +215,14 @@ static int slow_round(uint64_t* arg) {
     /* The helper is inside A's host function, held there: B keeps being
      * served, by the main listener. */
     uint64_t by_main_before = atomic_load_explicit(&g_b_by_main, memory_order_relaxed);
-    HC_CHECK(b_progresses(100), "B is served while the helper blocks in A's host function");
+    DROPIN_CHECK_MSG(b_progresses(100), "B is served while the helper blocks in A's host function");
     uint64_t by_main = atomic_load_explicit(&g_b_by_main, memory_order_relaxed) - by_main_before;
-    HC_CHECK(by_main > 0, "B's calls during the block ran on the main listener");
-    HC_CHECK(release_blocked(&held) == HC_SERVED_BY_HELPER, "the held call is answered by the helper");
+    DROPIN_CHECK_MSG(by_main > 0, "B's calls during the block ran on the main listener");
+    DROPIN_CHECK_MSG(release_blocked(&held) == HC_SERVED_BY_HELPER, "the held call is answered by the helper");
   }
   atomic_store_explicit(&g_b_stop, 1, memory_order_relaxed);
   pthread_join(b_thread, NULL);
-  HC_CHECK(!atomic_load_explicit(&g_b_failed, memory_order_relaxed), "every B call answered");
+  DROPIN_CHECK_MSG(!atomic_load_explicit(&g_b_failed, memory_order_relaxed), "every B call answered");
   if (main_visits < 0) return -1;
 
   /* Fast again: after SLOW_DEMOTE_AFTER of fast visits A goes back. Until
@@ -235,12 +235,12 @@ static int slow_round(uint64_t* arg) {
     if (who == 0 || hc_now_ms() >= deadline) break;
     hc_sleep_ms(10);
   }
-  HC_CHECK(by_helper > 0, "the helper serves A's fast calls until it hands A back");
-  HC_CHECK(who == HC_SERVED_BY_MAIN, "A is back on the main listener (last call served by %llu)",
+  DROPIN_CHECK_MSG(by_helper > 0, "the helper serves A's fast calls until it hands A back");
+  DROPIN_CHECK_MSG(who == HC_SERVED_BY_MAIN, "A is back on the main listener (last call served by %llu)",
            (unsigned long long)who);
   /* Back on the main listener: only it serves A now. */
   for (int k = 0; k < 20; ++k) {
-    HC_CHECK(call(g_a, fast_function, (*arg)++) == HC_SERVED_BY_MAIN, "call %d after the demotion", k);
+    DROPIN_CHECK_MSG(call(g_a, fast_function, (*arg)++) == HC_SERVED_BY_MAIN, "call %d after the demotion", k);
   }
   return main_visits;
 }
@@ -265,7 +265,7 @@ static void test_slow_buffer_moves_to_helper_and_back(void) {
               rounds, v);
     }
   }
-  HC_CHECK(streak_seen, "A moved to the helper after fewer than %u slow visits in each of %d rounds "
+  DROPIN_CHECK_MSG(streak_seen, "A moved to the helper after fewer than %u slow visits in each of %d rounds "
            "(last: %d)", (unsigned)AMDGPU_DROPIN_HOSTCALL_SLOW_STREAK, rounds, visits[rounds - 1]);
 }
 
@@ -273,10 +273,10 @@ static void test_slow_buffer_moves_to_helper_and_back(void) {
  * instead of waking on the idle schedule (once a second). */
 static void test_an_unused_helper_does_not_wake(void) {
   long before = hc_thread_sleeps("amdgpu-hc-slow");
-  HC_REQUIRE(before >= 0, "the helper runs (after the slow-buffer test)");
+  DROPIN_REQUIRE_MSG(before >= 0, "the helper runs (after the slow-buffer test)");
   hc_sleep_ms(2500);
   long woke = hc_thread_sleeps("amdgpu-hc-slow") - before;
-  HC_CHECK(woke <= 1, "the helper woke %ld times in 2.5 s with no buffer on it", woke);
+  DROPIN_CHECK_MSG(woke <= 1, "the helper woke %ld times in 2.5 s with no buffer on it", woke);
 }
 
 /* Only the main listener waits on the HSA doorbell; the helper sleeps on its
@@ -284,7 +284,7 @@ static void test_an_unused_helper_does_not_wake(void) {
  * a driver without event ages ROCr makes a second concurrent waiter on one
  * signal spin. Sampled while both threads idle: never two in an HSA wait. */
 static void test_only_the_main_listener_waits_on_hsa(void) {
-  HC_REQUIRE(hc_listener_threads() == 2, "main listener and helper running (%d listener threads)",
+  DROPIN_REQUIRE_MSG(hc_listener_threads() == 2, "main listener and helper running (%d listener threads)",
              hc_listener_threads());
   uint32_t most = 0;
   uint64_t end = hc_now_ms() + 300;
@@ -293,11 +293,11 @@ static void test_only_the_main_listener_waits_on_hsa(void) {
     if (waits > most) most = waits;
     hc_sleep_ms(1);
   }
-  HC_CHECK(most <= 1, "%u threads were inside an HSA wait at once", most);
+  DROPIN_CHECK_MSG(most <= 1, "%u threads were inside an HSA wait at once", most);
   /* The helper still gets its work: a slow call on A is served. */
   uint64_t arg = 500;
   blocked_call_t held;
-  HC_CHECK(move_a_to_helper(&held, &arg) >= 0, "A moved to the (sleeping) helper and served there");
+  DROPIN_CHECK_MSG(move_a_to_helper(&held, &arg) >= 0, "A moved to the (sleeping) helper and served there");
   if (atomic_load_explicit(&g_entered_by, memory_order_acquire) != 0) release_blocked(&held);
 }
 
@@ -318,25 +318,25 @@ static void* disable_thread(void* arg) {
 static void test_disable_while_on_helper_waits_for_the_service(void) {
   uint64_t arg = 1000;
   blocked_call_t held;
-  HC_REQUIRE(move_a_to_helper(&held, &arg) >= 0, "A on the helper");
+  DROPIN_REQUIRE_MSG(move_a_to_helper(&held, &arg) >= 0, "A on the helper");
   disabler_t d = {.buffer = g_a};
   atomic_init(&d.done, 0);
-  HC_REQUIRE(pthread_create(&d.thread, NULL, disable_thread, &d) == 0, "disable thread");
+  DROPIN_REQUIRE_MSG(pthread_create(&d.thread, NULL, disable_thread, &d) == 0, "disable thread");
   /* However long we look, disable must not return while the helper is inside
    * A's host function (a correct library never fails this; a broken one
    * fails it whenever the disabler gets to run first). */
   for (int k = 0; k < 20; ++k) {
     hc_sleep_ms(1);
     /* Acquire: pairs with disable_thread's release store. */
-    HC_CHECK(!atomic_load_explicit(&d.done, memory_order_acquire),
+    DROPIN_CHECK_MSG(!atomic_load_explicit(&d.done, memory_order_acquire),
              "disableHostcalls returned while the helper was inside A's host function");
   }
-  HC_CHECK(release_blocked(&held) == HC_SERVED_BY_HELPER, "the held call is answered");
+  DROPIN_CHECK_MSG(release_blocked(&held) == HC_SERVED_BY_HELPER, "the held call is answered");
   pthread_join(d.thread, NULL);
   /* B is still served after A is gone, and A (re-enabled) starts fresh on the main listener. */
-  HC_CHECK(call(g_b, fast_function, arg++) != 0, "B after disabling A");
-  HC_REQUIRE(enableHostcalls(g_a, PACKETS, g_a), "re-enable A");
-  HC_CHECK(call(g_a, fast_function, arg++) == HC_SERVED_BY_MAIN, "a re-enabled buffer starts on the main listener");
+  DROPIN_CHECK_MSG(call(g_b, fast_function, arg++) != 0, "B after disabling A");
+  DROPIN_REQUIRE_MSG(enableHostcalls(g_a, PACKETS, g_a), "re-enable A");
+  DROPIN_CHECK_MSG(call(g_a, fast_function, arg++) == HC_SERVED_BY_MAIN, "a re-enabled buffer starts on the main listener");
 }
 
 int main(void) {
@@ -357,8 +357,8 @@ int main(void) {
   disableHostcalls(g_a, g_a);
   disableHostcalls(g_b, g_b);
   int left = hc_listener_threads();
-  HC_CHECK(left == 0, "no listener or helper thread is left after the last disable (%d left)", left);
+  DROPIN_CHECK_MSG(left == 0, "no listener or helper thread is left after the last disable (%d left)", left);
   hc_free_buffer(g_a);
   hc_free_buffer(g_b);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

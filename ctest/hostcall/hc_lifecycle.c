@@ -16,7 +16,7 @@ static int call_ok(void* buffer, uint64_t salt) {
   return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
 }
 
-/* Size from the SPEC formula (48-byte header rounded to 8, 24-byte packet
+/* Size from the formula of docs/protocols.md#classic-layout (48-byte header rounded to 8, 24-byte packet
  * headers, payloads 8-aligned, 4096 bytes each), written out longhand here
  * and compared for many n, including the extremes. */
 static void test_buffer_size_formula(void) {
@@ -26,58 +26,58 @@ static void test_buffer_size_formula(void) {
     expected += 4096 * n;
     size_t got = getHostcallBufferSize((uint32_t)n);
     if (got != expected) {
-      HC_CHECK(got == expected, "n=%llu: size %zu, expected %zu", (unsigned long long)n, got,
+      DROPIN_CHECK_MSG(got == expected, "n=%llu: size %zu, expected %zu", (unsigned long long)n, got,
                expected);
       break;
     }
-    HC_CHECK(device_sim_buffer_size((uint32_t)n) == expected, "device_sim formula n=%llu",
+    DROPIN_CHECK_MSG(device_sim_buffer_size((uint32_t)n) == expected, "device_sim formula n=%llu",
              (unsigned long long)n);
   }
   static const uint32_t big[] = {65535, 65536, 1u << 20, 0x7FFFFFFFu, 0xFFFFFFFEu, 0xFFFFFFFFu};
   for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); ++i) {
     size_t expected = 48 + 4120 * (size_t)big[i];
-    HC_CHECK(getHostcallBufferSize(big[i]) == expected, "n=%u: %zu vs %zu", big[i],
+    DROPIN_CHECK_MSG(getHostcallBufferSize(big[i]) == expected, "n=%u: %zu vs %zu", big[i],
              getHostcallBufferSize(big[i]), expected);
   }
-  HC_CHECK(getHostcallBufferSize(0) == 48, "size(0)");
-  HC_CHECK(getHostcallBufferSize(1) == 48 + 24 + 4096, "size(1)");
-  HC_CHECK(getHostcallBufferSize(2) == 48 + 48 + 8192, "size(2)");
+  DROPIN_CHECK_MSG(getHostcallBufferSize(0) == 48, "size(0)");
+  DROPIN_CHECK_MSG(getHostcallBufferSize(1) == 48 + 24 + 4096, "size(1)");
+  DROPIN_CHECK_MSG(getHostcallBufferSize(2) == 48 + 48 + 8192, "size(2)");
 }
 
 static void test_buffer_alignment(void) {
-  HC_CHECK(getHostcallBufferAlignment() == 8, "alignment %u", getHostcallBufferAlignment());
+  DROPIN_CHECK_MSG(getHostcallBufferAlignment() == 8, "alignment %u", getHostcallBufferAlignment());
 }
 
-/* The buffer enable writes is exactly SPEC §4.3: addresses of the arrays,
+/* The buffer enable writes is exactly docs/protocols.md#initialization-and-publication: addresses of the arrays,
  * index mask, free stack n-1 → … → 1 → 0 (tag 1), empty ready stack, doorbell. */
 static void test_initial_layout(void) {
   static const uint32_t counts[] = {2, 3, 4, 5, 7, 8, 9, 64, 100, 1000};
   uint64_t doorbell = 0;
   void* keep = hc_alloc_buffer(2); /* keeps the listener (and its doorbell) alive */
-  HC_REQUIRE(enableHostcalls(keep, 2, NULL), "enable keep");
+  DROPIN_REQUIRE_MSG(enableHostcalls(keep, 2, NULL), "enable keep");
   for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c) {
     uint32_t n = counts[c];
     size_t size = getHostcallBufferSize(n);
     unsigned char* buffer = (unsigned char*)hc_alloc_buffer(n);
-    HC_REQUIRE(buffer != NULL, "alloc");
+    DROPIN_REQUIRE_MSG(buffer != NULL, "alloc");
     memset(buffer, 0xEE, size); /* enable must initialize everything it relies on */
-    HC_REQUIRE(enableHostcalls(buffer, n, NULL), "enable n=%u", n);
+    DROPIN_REQUIRE_MSG(enableHostcalls(buffer, n, NULL), "enable n=%u", n);
     device_sim_buffer_header_t* h = device_sim_header(buffer);
     uint64_t mask = device_sim_expected_index_mask(n);
-    HC_CHECK(h->headers == (uint64_t)(uintptr_t)(buffer + 48), "n=%u headers", n);
-    HC_CHECK(h->payloads == (uint64_t)(uintptr_t)(buffer + device_sim_payloads_offset(n)),
+    DROPIN_CHECK_MSG(h->headers == (uint64_t)(uintptr_t)(buffer + 48), "n=%u headers", n);
+    DROPIN_CHECK_MSG(h->payloads == (uint64_t)(uintptr_t)(buffer + device_sim_payloads_offset(n)),
              "n=%u payloads %llx", n, (unsigned long long)(h->payloads - (uintptr_t)buffer));
-    HC_CHECK(h->index_mask == mask, "n=%u index_mask %llu", n, (unsigned long long)h->index_mask);
-    HC_CHECK(h->free_stack == n - 1, "n=%u free_stack %llu", n, (unsigned long long)h->free_stack);
-    HC_CHECK(h->ready_stack == 0, "n=%u ready_stack", n);
-    HC_CHECK(h->doorbell != 0, "n=%u doorbell 0", n);
+    DROPIN_CHECK_MSG(h->index_mask == mask, "n=%u index_mask %llu", n, (unsigned long long)h->index_mask);
+    DROPIN_CHECK_MSG(h->free_stack == n - 1, "n=%u free_stack %llu", n, (unsigned long long)h->free_stack);
+    DROPIN_CHECK_MSG(h->ready_stack == 0, "n=%u ready_stack", n);
+    DROPIN_CHECK_MSG(h->doorbell != 0, "n=%u doorbell 0", n);
     if (doorbell == 0) doorbell = h->doorbell;
-    HC_CHECK(h->doorbell == doorbell, "n=%u: doorbell differs from the other buffers'", n);
+    DROPIN_CHECK_MSG(h->doorbell == doorbell, "n=%u: doorbell differs from the other buffers'", n);
     for (uint32_t i = 0; i < n; ++i) {
       uint64_t expected = i == 0 ? 0 : i == 1 ? mask + 1 : i - 1;
       uint64_t got = device_sim_packet(buffer, i)->next;
       if (got != expected) {
-        HC_CHECK(got == expected, "n=%u packet %u next %llu expected %llu", n, i,
+        DROPIN_CHECK_MSG(got == expected, "n=%u packet %u next %llu expected %llu", n, i,
                  (unsigned long long)got, (unsigned long long)expected);
         break;
       }
@@ -87,7 +87,7 @@ static void test_initial_layout(void) {
     device_sim_waves_config_t config = device_sim_waves_config(
         buffers, 1, n < 16 ? n : 16, 20, n, TIMEOUT_NS);
     device_sim_waves_result_t result;
-    HC_CHECK(device_sim_run_waves(&config, &result) == 0, "n=%u: %s", n, result.first_failure);
+    DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "n=%u: %s", n, result.first_failure);
     disableHostcalls(buffer, NULL);
     hc_free_buffer(buffer);
   }
@@ -102,17 +102,17 @@ static void test_enable_disable_enable(void) {
   uint64_t signals0 = hc_live_signals();
   for (int round = 0; round < 3; ++round) {
     void* buffer = hc_alloc_buffer(4);
-    HC_REQUIRE(enableHostcalls(buffer, 4, NULL), "enable round %d", round);
-    HC_CHECK(hc_live_signals() == signals0 + 1, "round %d: %llu live signals, expected %llu",
+    DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 4, NULL), "enable round %d", round);
+    DROPIN_CHECK_MSG(hc_live_signals() == signals0 + 1, "round %d: %llu live signals, expected %llu",
              round, (unsigned long long)hc_live_signals(), (unsigned long long)signals0 + 1);
-    HC_CHECK(call_ok(buffer, (uint64_t)round) == 0, "round %d: call", round);
-    HC_CHECK(hc_thread_count() == threads0 + 1, "round %d: %d threads while enabled, expected %d",
+    DROPIN_CHECK_MSG(call_ok(buffer, (uint64_t)round) == 0, "round %d: call", round);
+    DROPIN_CHECK_MSG(hc_thread_count() == threads0 + 1, "round %d: %d threads while enabled, expected %d",
              round, hc_thread_count(), threads0 + 1);
     disableHostcalls(buffer, NULL);
     /* The last disable joins the listener before it returns. */
-    HC_CHECK(hc_thread_count() == threads0, "round %d: %d threads after the last disable, expected %d",
+    DROPIN_CHECK_MSG(hc_thread_count() == threads0, "round %d: %d threads after the last disable, expected %d",
              round, hc_thread_count(), threads0);
-    HC_CHECK(hc_live_signals() == signals0, "round %d: doorbell not destroyed (%llu live)", round,
+    DROPIN_CHECK_MSG(hc_live_signals() == signals0, "round %d: doorbell not destroyed (%llu live)", round,
              (unsigned long long)hc_live_signals());
     hc_free_buffer(buffer);
   }
@@ -126,24 +126,24 @@ static void test_one_doorbell_for_all_buffers(void) {
   void* buffers[B];
   for (int i = 0; i < B; ++i) {
     buffers[i] = hc_alloc_buffer(4);
-    HC_REQUIRE(enableHostcalls(buffers[i], 4, NULL), "enable %d", i);
+    DROPIN_REQUIRE_MSG(enableHostcalls(buffers[i], 4, NULL), "enable %d", i);
   }
-  HC_CHECK(hsa_sim_call_count("hsa_signal_create") == 1, "%llu hsa_signal_create calls for %d buffers",
+  DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_signal_create") == 1, "%llu hsa_signal_create calls for %d buffers",
            (unsigned long long)hsa_sim_call_count("hsa_signal_create"), B);
-  HC_CHECK(hc_live_signals() == signals0 + 1, "%llu live signals",
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0 + 1, "%llu live signals",
            (unsigned long long)hc_live_signals());
   for (int i = 0; i < B; ++i) {
-    HC_CHECK(device_sim_header(buffers[i])->doorbell == device_sim_header(buffers[0])->doorbell,
+    DROPIN_CHECK_MSG(device_sim_header(buffers[i])->doorbell == device_sim_header(buffers[0])->doorbell,
              "buffer %d has its own doorbell", i);
-    HC_CHECK(call_ok(buffers[i], (uint64_t)i) == 0, "call on buffer %d", i);
+    DROPIN_CHECK_MSG(call_ok(buffers[i], (uint64_t)i) == 0, "call on buffer %d", i);
   }
   /* Disabling all but one keeps the shared signal; the last destroys it. */
   for (int i = 1; i < B; ++i) disableHostcalls(buffers[i], NULL);
-  HC_CHECK(hc_live_signals() == signals0 + 1, "signal destroyed before the last disable");
-  HC_CHECK(call_ok(buffers[0], 99) == 0, "call on the remaining buffer");
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0 + 1, "signal destroyed before the last disable");
+  DROPIN_CHECK_MSG(call_ok(buffers[0], 99) == 0, "call on the remaining buffer");
   disableHostcalls(buffers[0], NULL);
-  HC_CHECK(hc_live_signals() == signals0, "signal not destroyed by the last disable");
-  HC_CHECK(hsa_sim_call_count("hsa_signal_destroy") == 1, "%llu hsa_signal_destroy calls",
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0, "signal not destroyed by the last disable");
+  DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_signal_destroy") == 1, "%llu hsa_signal_destroy calls",
            (unsigned long long)hsa_sim_call_count("hsa_signal_destroy"));
   for (int i = 0; i < B; ++i) hc_free_buffer(buffers[i]);
 }
@@ -154,23 +154,23 @@ static void test_bad_arguments(void) {
   int threads0 = hc_thread_count();
   uint64_t signals0 = hc_live_signals();
   hsa_sim_reset_call_counts();
-  HC_CHECK(!enableHostcalls(NULL, 4, NULL), "NULL buffer accepted");
+  DROPIN_CHECK_MSG(!enableHostcalls(NULL, 4, NULL), "NULL buffer accepted");
   unsigned char* raw = (unsigned char*)hc_alloc_buffer(5);
   for (int offset = 1; offset < 8; ++offset) {
-    HC_CHECK(!enableHostcalls(raw + offset, 4, NULL), "buffer misaligned by %d accepted", offset);
+    DROPIN_CHECK_MSG(!enableHostcalls(raw + offset, 4, NULL), "buffer misaligned by %d accepted", offset);
   }
-  HC_CHECK(!enableHostcalls(raw, 0, NULL), "0 packets accepted");
-  HC_CHECK(hsa_sim_call_count("hsa_signal_create") == 0, "a rejected enable created a signal");
-  HC_CHECK(hc_thread_count() == threads0, "a rejected enable started a thread");
-  HC_CHECK(hc_live_signals() == signals0, "a rejected enable left a signal");
+  DROPIN_CHECK_MSG(!enableHostcalls(raw, 0, NULL), "0 packets accepted");
+  DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_signal_create") == 0, "a rejected enable created a signal");
+  DROPIN_CHECK_MSG(hc_thread_count() == threads0, "a rejected enable started a thread");
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0, "a rejected enable left a signal");
   /* The rejected calls registered nothing: disabling is a no-op. */
   disableHostcalls(raw + 1, NULL);
   disableHostcalls(NULL, NULL);
   /* 8-byte alignment (the reported alignment) is enough. */
-  HC_CHECK(enableHostcalls(raw + 8, 4, NULL), "8-aligned buffer refused");
-  HC_CHECK(call_ok(raw + 8, 1) == 0, "8-aligned buffer not served");
+  DROPIN_CHECK_MSG(enableHostcalls(raw + 8, 4, NULL), "8-aligned buffer refused");
+  DROPIN_CHECK_MSG(call_ok(raw + 8, 1) == 0, "8-aligned buffer not served");
   disableHostcalls(raw + 8, NULL);
-  HC_CHECK(hc_wait_thread_count(threads0, 2000) == threads0, "listener left running");
+  DROPIN_CHECK_MSG(hc_wait_thread_count(threads0, 2000) == threads0, "listener left running");
   hc_free_buffer(raw);
 }
 
@@ -183,15 +183,15 @@ static void test_one_packet(void) {
   if (enabled) {
     for (int i = 0; i < 10; ++i) {
       int rc = call_ok(buffer, (uint64_t)i);
-      HC_CHECK(rc == 0, "n=1 enabled but call %d failed: %d", i, rc);
+      DROPIN_CHECK_MSG(rc == 0, "n=1 enabled but call %d failed: %d", i, rc);
       if (rc != 0) break;
     }
     disableHostcalls(buffer, NULL);
   } else {
-    HC_CHECK(hc_thread_count() == threads0, "refused enable started a thread");
+    DROPIN_CHECK_MSG(hc_thread_count() == threads0, "refused enable started a thread");
     disableHostcalls(buffer, NULL);
   }
-  HC_CHECK(hc_wait_thread_count(threads0, 2000) == threads0, "listener left running");
+  DROPIN_CHECK_MSG(hc_wait_thread_count(threads0, 2000) == threads0, "listener left running");
   hc_free_buffer(buffer);
 }
 
@@ -202,19 +202,19 @@ static void test_enable_twice(void) {
   int threads0 = hc_thread_count();
   uint64_t signals0 = hc_live_signals();
   void* buffer = hc_alloc_buffer(4);
-  HC_REQUIRE(enableHostcalls(buffer, 4, NULL), "first enable");
-  HC_CHECK(call_ok(buffer, 1) == 0, "call after first enable");
+  DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 4, NULL), "first enable");
+  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "call after first enable");
   /* A wave holds a packet (popped, not yet posted) while enable is called
    * again: re-initializing the buffer would hand that packet out twice. */
   uint64_t held = 0;
-  HC_REQUIRE(device_sim_pop_free(buffer, &held, TIMEOUT_NS) == 0, "pop");
+  DROPIN_REQUIRE_MSG(device_sim_pop_free(buffer, &held, TIMEOUT_NS) == 0, "pop");
   uint64_t free_top = device_sim_header(buffer)->free_stack;
   bool second = enableHostcalls(buffer, 4, NULL);
-  HC_CHECK(!second, "enabling an enabled buffer returned true");
+  DROPIN_CHECK_MSG(!second, "enabling an enabled buffer returned true");
   bool third = enableHostcalls(buffer, 8, NULL);
-  HC_CHECK(!third, "enabling an enabled buffer with another size returned true");
-  HC_CHECK(device_sim_header(buffer)->index_mask == 3, "second enable re-initialized the buffer");
-  HC_CHECK(device_sim_header(buffer)->free_stack == free_top,
+  DROPIN_CHECK_MSG(!third, "enabling an enabled buffer with another size returned true");
+  DROPIN_CHECK_MSG(device_sim_header(buffer)->index_mask == 3, "second enable re-initialized the buffer");
+  DROPIN_CHECK_MSG(device_sim_header(buffer)->free_stack == free_top,
            "second enable rewrote the free stack (%llu, was %llu)",
            (unsigned long long)device_sim_header(buffer)->free_stack, (unsigned long long)free_top);
   /* The held packet completes normally. */
@@ -226,29 +226,29 @@ static void test_enable_twice(void) {
   device_sim_fill(buffer, held, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, (const uint64_t(*)[8])lanes);
   device_sim_push_ready(buffer, held);
   device_sim_ring_doorbell(buffer);
-  HC_CHECK(device_sim_wait_served(buffer, held, TIMEOUT_NS) == 0, "held packet not served");
+  DROPIN_CHECK_MSG(device_sim_wait_served(buffer, held, TIMEOUT_NS) == 0, "held packet not served");
   uint64_t expected[2];
   device_sim_fc_expected(&lanes[5][1], expected);
   device_sim_read_results(buffer, held, ~0ull, lanes);
-  HC_CHECK(lanes[5][0] == expected[0] && lanes[5][1] == expected[1], "held packet result");
+  DROPIN_CHECK_MSG(lanes[5][0] == expected[0] && lanes[5][1] == expected[1], "held packet result");
   device_sim_push_free(buffer, held);
-  HC_CHECK(call_ok(buffer, 2) == 0, "call after second enable");
-  HC_CHECK(hc_live_signals() == signals0 + 1, "extra signal");
+  DROPIN_CHECK_MSG(call_ok(buffer, 2) == 0, "call after second enable");
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0 + 1, "extra signal");
   disableHostcalls(buffer, NULL);
-  HC_CHECK(hc_thread_count() == threads0, "one disable did not unregister the buffer (%d threads)",
+  DROPIN_CHECK_MSG(hc_thread_count() == threads0, "one disable did not unregister the buffer (%d threads)",
            hc_thread_count());
-  HC_CHECK(hc_live_signals() == signals0, "signal left");
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0, "signal left");
   hc_free_buffer(buffer);
 }
 
 /* A buffer overlapping an enabled one is refused; the enabled one is kept. */
 static void test_overlapping_buffers(void) {
   unsigned char* raw = (unsigned char*)hc_alloc_buffer(16);
-  HC_REQUIRE(enableHostcalls(raw, 8, NULL), "enable");
-  HC_CHECK(!enableHostcalls(raw + getHostcallBufferSize(8) - 8, 2, NULL), "overlap at the end accepted");
-  HC_CHECK(!enableHostcalls(raw + 4096, 2, NULL), "overlap inside accepted");
-  HC_CHECK(enableHostcalls(raw + getHostcallBufferSize(8), 2, NULL), "adjacent buffer refused");
-  HC_CHECK(call_ok(raw, 1) == 0 && call_ok(raw + getHostcallBufferSize(8), 2) == 0, "calls");
+  DROPIN_REQUIRE_MSG(enableHostcalls(raw, 8, NULL), "enable");
+  DROPIN_CHECK_MSG(!enableHostcalls(raw + getHostcallBufferSize(8) - 8, 2, NULL), "overlap at the end accepted");
+  DROPIN_CHECK_MSG(!enableHostcalls(raw + 4096, 2, NULL), "overlap inside accepted");
+  DROPIN_CHECK_MSG(enableHostcalls(raw + getHostcallBufferSize(8), 2, NULL), "adjacent buffer refused");
+  DROPIN_CHECK_MSG(call_ok(raw, 1) == 0 && call_ok(raw + getHostcallBufferSize(8), 2) == 0, "calls");
   disableHostcalls(raw + getHostcallBufferSize(8), NULL);
   disableHostcalls(raw, NULL);
   hc_free_buffer(raw);
@@ -262,21 +262,21 @@ static void test_disable_unknown_and_twice(void) {
   void* a = hc_alloc_buffer(4);
   void* b = hc_alloc_buffer(4);
   void* never = hc_alloc_buffer(4);
-  HC_REQUIRE(enableHostcalls(a, 4, NULL) && enableHostcalls(b, 4, NULL), "enable");
+  DROPIN_REQUIRE_MSG(enableHostcalls(a, 4, NULL) && enableHostcalls(b, 4, NULL), "enable");
   disableHostcalls(never, NULL);
   disableHostcalls(NULL, NULL);
   disableHostcalls((char*)a + 8, NULL); /* inside a, not a itself */
-  HC_CHECK(call_ok(a, 1) == 0 && call_ok(b, 2) == 0, "served after unknown disables");
+  DROPIN_CHECK_MSG(call_ok(a, 1) == 0 && call_ok(b, 2) == 0, "served after unknown disables");
   disableHostcalls(b, NULL);
   disableHostcalls(b, NULL);
-  HC_CHECK(call_ok(a, 3) == 0, "a not served after b disabled twice");
-  HC_CHECK(hc_live_signals() == signals0 + 1, "signal count after double disable");
+  DROPIN_CHECK_MSG(call_ok(a, 3) == 0, "a not served after b disabled twice");
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0 + 1, "signal count after double disable");
   disableHostcalls(a, NULL);
   disableHostcalls(a, NULL);
-  HC_CHECK(hc_thread_count() == threads0, "listener still running");
-  HC_CHECK(hc_live_signals() == signals0, "signal left");
+  DROPIN_CHECK_MSG(hc_thread_count() == threads0, "listener still running");
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0, "signal left");
   /* And the library still works afterwards. */
-  HC_CHECK(enableHostcalls(b, 4, NULL) && call_ok(b, 4) == 0, "re-enable after double disable");
+  DROPIN_CHECK_MSG(enableHostcalls(b, 4, NULL) && call_ok(b, 4) == 0, "re-enable after double disable");
   disableHostcalls(b, NULL);
   hc_free_buffer(a);
   hc_free_buffer(b);
@@ -290,15 +290,15 @@ static void test_signal_create_failure(void) {
   uint64_t signals0 = hc_live_signals();
   void* buffer = hc_alloc_buffer(4);
   hsa_sim_fail_nth_call("hsa_signal_create", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  HC_CHECK(!enableHostcalls(buffer, 4, NULL), "enable succeeded without a doorbell signal");
+  DROPIN_CHECK_MSG(!enableHostcalls(buffer, 4, NULL), "enable succeeded without a doorbell signal");
   hsa_sim_clear_faults();
-  HC_CHECK(hc_wait_thread_count(threads0, 1000) == threads0, "failed enable left a thread");
-  HC_CHECK(hc_live_signals() == signals0, "failed enable left a signal");
+  DROPIN_CHECK_MSG(hc_wait_thread_count(threads0, 1000) == threads0, "failed enable left a thread");
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0, "failed enable left a signal");
   disableHostcalls(buffer, NULL); /* not registered: no-op */
-  HC_CHECK(enableHostcalls(buffer, 4, NULL), "enable after the fault was cleared");
-  HC_CHECK(call_ok(buffer, 7) == 0, "call after recovery");
+  DROPIN_CHECK_MSG(enableHostcalls(buffer, 4, NULL), "enable after the fault was cleared");
+  DROPIN_CHECK_MSG(call_ok(buffer, 7) == 0, "call after recovery");
   disableHostcalls(buffer, NULL);
-  HC_CHECK(hc_live_signals() == signals0, "signal left");
+  DROPIN_CHECK_MSG(hc_live_signals() == signals0, "signal left");
   hc_free_buffer(buffer);
 }
 
@@ -307,12 +307,12 @@ static void test_signal_create_failure(void) {
 static void test_signal_destroy_failure(void) {
   int threads0 = hc_thread_count();
   void* buffer = hc_alloc_buffer(4);
-  HC_REQUIRE(enableHostcalls(buffer, 4, NULL), "enable");
+  DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 4, NULL), "enable");
   hsa_sim_fail_nth_call("hsa_signal_destroy", 1, HSA_STATUS_ERROR_INVALID_SIGNAL);
   disableHostcalls(buffer, NULL);
   hsa_sim_clear_faults();
-  HC_CHECK(hc_wait_thread_count(threads0, 1000) == threads0, "listener left running");
-  HC_CHECK(enableHostcalls(buffer, 4, NULL) && call_ok(buffer, 8) == 0, "enable after failure");
+  DROPIN_CHECK_MSG(hc_wait_thread_count(threads0, 1000) == threads0, "listener left running");
+  DROPIN_CHECK_MSG(enableHostcalls(buffer, 4, NULL) && call_ok(buffer, 8) == 0, "enable after failure");
   disableHostcalls(buffer, NULL);
   hc_free_buffer(buffer);
 }
@@ -331,5 +331,5 @@ int main(void) {
   HC_RUN(test_disable_unknown_and_twice);
   HC_RUN(test_signal_create_failure);
   HC_RUN(test_signal_destroy_failure);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

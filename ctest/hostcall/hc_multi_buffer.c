@@ -24,7 +24,7 @@ static void test_many_buffers_served_at_once(void) {
   void* buffers[B];
   for (int i = 0; i < B; ++i) {
     buffers[i] = hc_alloc_buffer(counts[i]);
-    HC_REQUIRE(buffers[i] != NULL && enableHostcalls(buffers[i], counts[i], &buffers[i]),
+    DROPIN_REQUIRE_MSG(buffers[i] != NULL && enableHostcalls(buffers[i], counts[i], &buffers[i]),
                "enable %d", i);
   }
   device_sim_waves_config_t config = device_sim_waves_config(
@@ -32,7 +32,7 @@ static void test_many_buffers_served_at_once(void) {
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
-  HC_CHECK(rc == 0 && result.calls == 16u * 1500u, "%llu calls, %llu errors, %llu mismatches: %s",
+  DROPIN_CHECK_MSG(rc == 0 && result.calls == 16u * 1500u, "%llu calls, %llu errors, %llu mismatches: %s",
            (unsigned long long)result.calls, (unsigned long long)result.errors,
            (unsigned long long)result.mismatches, result.first_failure);
   for (int i = 0; i < B; ++i) {
@@ -108,12 +108,12 @@ static void test_churn_while_serving(void) {
   void* buffers[B];
   for (int i = 0; i < B; ++i) {
     buffers[i] = hc_alloc_buffer(8);
-    HC_REQUIRE(buffers[i] != NULL && enableHostcalls(buffers[i], 8, NULL), "enable %d", i);
+    DROPIN_REQUIRE_MSG(buffers[i] != NULL && enableHostcalls(buffers[i], 8, NULL), "enable %d", i);
   }
   device_sim_waves_config_t config = device_sim_waves_config(
       buffers, B, 8, 1500, 11, TIMEOUT_NS);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
-  HC_REQUIRE(waves != NULL, "start waves");
+  DROPIN_REQUIRE_MSG(waves != NULL, "start waves");
 
   churn_t churns[2];
   pthread_t threads[2];
@@ -128,12 +128,12 @@ static void test_churn_while_serving(void) {
   for (int i = 0; i < 2; ++i) {
     atomic_store_explicit(&churns[i].stop, 1, memory_order_relaxed);
     pthread_join(threads[i], NULL);
-    HC_CHECK(churns[i].failures == 0, "churn thread %d: %s", i, churns[i].failure);
-    HC_CHECK(churns[i].cycles > 0, "churn thread %d made no cycle", i);
+    DROPIN_CHECK_MSG(churns[i].failures == 0, "churn thread %d: %s", i, churns[i].failure);
+    DROPIN_CHECK_MSG(churns[i].cycles > 0, "churn thread %d made no cycle", i);
     printf("  churn thread %d: %llu enable/disable cycles\n", i,
            (unsigned long long)churns[i].cycles);
   }
-  HC_CHECK(rc == 0 && result.calls == 8u * 1500u, "%llu calls, %llu errors, %llu mismatches: %s",
+  DROPIN_CHECK_MSG(rc == 0 && result.calls == 8u * 1500u, "%llu calls, %llu errors, %llu mismatches: %s",
            (unsigned long long)result.calls, (unsigned long long)result.errors,
            (unsigned long long)result.mismatches, result.first_failure);
   for (int i = 0; i < B; ++i) {
@@ -159,14 +159,14 @@ static void test_listener_start_stop_churn(void) {
   for (int i = 0; i < 2; ++i) {
     atomic_store_explicit(&churns[i].stop, 1, memory_order_relaxed);
     pthread_join(threads[i], NULL);
-    HC_CHECK(churns[i].failures == 0, "churn thread %d: %s", i, churns[i].failure);
-    HC_CHECK(churns[i].cycles > 0, "churn thread %d made no cycle", i);
+    DROPIN_CHECK_MSG(churns[i].failures == 0, "churn thread %d: %s", i, churns[i].failure);
+    DROPIN_CHECK_MSG(churns[i].cycles > 0, "churn thread %d made no cycle", i);
     printf("  churn thread %d: %llu cycles\n", i, (unsigned long long)churns[i].cycles);
   }
   int threads_after = hc_wait_thread_count(threads_before, 2000);
-  HC_CHECK(threads_after == threads_before, "threads %d before, %d after", threads_before,
+  DROPIN_CHECK_MSG(threads_after == threads_before, "threads %d before, %d after", threads_before,
            threads_after);
-  HC_CHECK(hc_live_signals() == signals_before, "signals %llu before, %llu after",
+  DROPIN_CHECK_MSG(hc_live_signals() == signals_before, "signals %llu before, %llu after",
            (unsigned long long)signals_before, (unsigned long long)hc_live_signals());
 }
 
@@ -175,20 +175,20 @@ static void test_listener_start_stop_churn(void) {
 static void test_disable_one_of_many(void) {
   void* a = hc_alloc_buffer(8);
   void* b = hc_alloc_buffer(8);
-  HC_REQUIRE(enableHostcalls(a, 8, NULL) && enableHostcalls(b, 8, NULL), "enable");
+  DROPIN_REQUIRE_MSG(enableHostcalls(a, 8, NULL) && enableHostcalls(b, 8, NULL), "enable");
   void* buffers[1] = {a};
   device_sim_waves_config_t config = device_sim_waves_config(
       buffers, 1, 4, 2000, 5, TIMEOUT_NS);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
-  HC_REQUIRE(waves != NULL, "start");
+  DROPIN_REQUIRE_MSG(waves != NULL, "start");
   for (int i = 0; i < 50; ++i) {
-    HC_CHECK(one_checked_call(b, (uint64_t)i) == 0, "call on b");
+    DROPIN_CHECK_MSG(one_checked_call(b, (uint64_t)i) == 0, "call on b");
     disableHostcalls(b, NULL);
     memset(b, 0, getHostcallBufferSize(8));
-    HC_CHECK(enableHostcalls(b, 8, NULL), "re-enable b");
+    DROPIN_CHECK_MSG(enableHostcalls(b, 8, NULL), "re-enable b");
   }
   device_sim_waves_result_t result;
-  HC_CHECK(device_sim_waves_join(waves, &result) == 0, "waves on a: %s", result.first_failure);
+  DROPIN_CHECK_MSG(device_sim_waves_join(waves, &result) == 0, "waves on a: %s", result.first_failure);
   disableHostcalls(a, NULL);
   disableHostcalls(b, NULL);
   hc_free_buffer(a);
@@ -201,5 +201,5 @@ int main(void) {
   HC_RUN(test_churn_while_serving);
   HC_RUN(test_listener_start_stop_churn);
   HC_RUN(test_disable_one_of_many);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -33,14 +33,14 @@ static int child_enable(void) {
 
 static void test_enable_without_hsa(void) {
   const char* lib = getenv("AMDGPU_DROPIN_HSA_LIBRARY");
-  HC_REQUIRE(lib != NULL && *lib != '\0', "ctest must set AMDGPU_DROPIN_HSA_LIBRARY");
-  HC_CHECK(child_enable() == 0, "in process");
+  DROPIN_REQUIRE_MSG(lib != NULL && *lib != '\0', "ctest must set AMDGPU_DROPIN_HSA_LIBRARY");
+  DROPIN_CHECK_MSG(child_enable() == 0, "in process");
   /* With logging on, the failure says why. */
   static const char* const env[] = {"AMD_LOG_LEVEL=1", NULL};
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child("enable", env, 10000, &r), "spawn");
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
-  HC_CHECK(hc_contains(r.err, "amdgpu-dropin") && hc_contains(r.err, "HSA"),
+  DROPIN_REQUIRE_MSG(hc_spawn_child("enable", env, 10000, &r), "spawn");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_CHECK_MSG(hc_contains(r.err, "amdgpu-dropin") && hc_contains(r.err, "HSA"),
            "no log line about the missing HSA runtime; stderr: %s", r.err);
 }
 
@@ -48,5 +48,5 @@ int main(int argc, char** argv) {
   static const hc_child_case_t cases[] = {{"enable", child_enable}, {NULL, NULL}};
   hc_child_main(argc, argv, cases);
   HC_RUN(test_enable_without_hsa);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -47,7 +47,7 @@ static bool phase_open(phase_buffer_t* p, uint32_t packets) {
 }
 
 static void phase_close(phase_buffer_t* p) {
-  HC_CHECK(amdgpu_dropin_hostcall_disable(p->buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "disable");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_disable(p->buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "disable");
   device_sim_phase_detach(p->buffer);
   free(p->bitmap);
   free(p->buffer);
@@ -59,32 +59,32 @@ static void test_layout_matches_the_simulator(void) {
   const uint32_t counts[] = {0, 1, 2, 3, 5, 31, 32, 33, 64, 100, 1000, 65536};
   for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); ++i) {
     uint32_t n = counts[i];
-    HC_CHECK(amdgpu_dropin_hostcall_buffer_size(PHASE, n) == device_sim_phase_buffer_size(n), "n=%u", n);
-    HC_CHECK(amdgpu_dropin_hostcall_buffer_size(CLASSIC, n) == getHostcallBufferSize(n), "n=%u", n);
-    HC_CHECK(amdgpu_dropin_hostcall_occupancy_size(n) == device_sim_phase_occupancy_size(n), "n=%u", n);
+    DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_buffer_size(PHASE, n) == device_sim_phase_buffer_size(n), "n=%u", n);
+    DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_buffer_size(CLASSIC, n) == getHostcallBufferSize(n), "n=%u", n);
+    DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_occupancy_size(n) == device_sim_phase_occupancy_size(n), "n=%u", n);
   }
-  HC_CHECK(amdgpu_dropin_hostcall_buffer_size(2, 8) == 0, "unknown protocol");
-  HC_CHECK(amdgpu_dropin_hostcall_buffer_alignment(PHASE) == DEVICE_SIM_PAYLOAD_ALIGNMENT, "alignment");
-  HC_CHECK(amdgpu_dropin_hostcall_buffer_alignment(CLASSIC) == getHostcallBufferAlignment(), "alignment");
-  HC_CHECK(amdgpu_dropin_hostcall_buffer_alignment(9) == 0, "unknown protocol");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_buffer_size(2, 8) == 0, "unknown protocol");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_buffer_alignment(PHASE) == DEVICE_SIM_PAYLOAD_ALIGNMENT, "alignment");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_buffer_alignment(CLASSIC) == getHostcallBufferAlignment(), "alignment");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_buffer_alignment(9) == 0, "unknown protocol");
 
   phase_buffer_t p;
-  HC_REQUIRE(phase_open(&p, 5), "enable");
+  DROPIN_REQUIRE_MSG(phase_open(&p, 5), "enable");
   uintptr_t base = (uintptr_t)p.buffer;
   device_sim_phase_prefix_t* prefix = device_sim_phase_prefix(p.buffer);
-  HC_CHECK(prefix->device_phase == base + 56, "device_phase");
-  HC_CHECK(prefix->host_phase == base + device_sim_phase_host_phase_offset(5), "host_phase");
-  HC_CHECK(prefix->occupied == (uintptr_t)p.bitmap, "occupied");
-  HC_CHECK(prefix->headers == base + device_sim_phase_headers_offset(5), "headers");
-  HC_CHECK(prefix->payloads == base + device_sim_phase_payloads_offset(5), "payloads");
-  HC_CHECK(prefix->doorbell != 0, "doorbell");
-  HC_CHECK(prefix->num_packets == 5 && prefix->reserved == 0, "num_packets");
+  DROPIN_CHECK_MSG(prefix->device_phase == base + 56, "device_phase");
+  DROPIN_CHECK_MSG(prefix->host_phase == base + device_sim_phase_host_phase_offset(5), "host_phase");
+  DROPIN_CHECK_MSG(prefix->occupied == (uintptr_t)p.bitmap, "occupied");
+  DROPIN_CHECK_MSG(prefix->headers == base + device_sim_phase_headers_offset(5), "headers");
+  DROPIN_CHECK_MSG(prefix->payloads == base + device_sim_phase_payloads_offset(5), "payloads");
+  DROPIN_CHECK_MSG(prefix->doorbell != 0, "doorbell");
+  DROPIN_CHECK_MSG(prefix->num_packets == 5 && prefix->reserved == 0, "num_packets");
   for (uint32_t i = 0; i < 5; ++i) {
-    HC_CHECK(*device_sim_phase_device(p.buffer, i) == 0 && *device_sim_phase_host(p.buffer, i) == 0,
+    DROPIN_CHECK_MSG(*device_sim_phase_device(p.buffer, i) == 0 && *device_sim_phase_host(p.buffer, i) == 0,
              "phases of %u start equal at 0", i);
   }
-  HC_CHECK(p.bitmap[0] == 0, "the bitmap is the caller's, untouched");
-  HC_CHECK(device_sim_fc_checked_call(p.buffer, ~0ull, 1, TIMEOUT_NS) == 0, "a call");
+  DROPIN_CHECK_MSG(p.bitmap[0] == 0, "the bitmap is the caller's, untouched");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(p.buffer, ~0ull, 1, TIMEOUT_NS) == 0, "a call");
   phase_close(&p);
 }
 
@@ -92,41 +92,41 @@ static void test_enable_arguments(void) {
   size_t size = amdgpu_dropin_hostcall_buffer_size(PHASE, 4);
   uint64_t* buffer = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
   uint32_t bitmap[2] = {0, 0};
-  HC_REQUIRE(buffer != NULL, "alloc");
+  DROPIN_REQUIRE_MSG(buffer != NULL, "alloc");
   const amdgpu_dropin_hostcall_status_t invalid = AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT;
-  HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, NULL) == invalid, "no bitmap");
-  HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, (uint32_t*)((char*)bitmap + 2)) == invalid,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, NULL) == invalid, "no bitmap");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, (uint32_t*)((char*)bitmap + 2)) == invalid,
            "misaligned bitmap");
-  HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, CLASSIC, bitmap) == invalid, "classic + bitmap");
-  HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, (uint32_t*)(buffer + 40)) == invalid,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, CLASSIC, bitmap) == invalid, "classic + bitmap");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, (uint32_t*)(buffer + 40)) == invalid,
            "bitmap inside the buffer");
-  HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, 7, bitmap) == invalid, "unknown protocol");
-  HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 0, NULL, PHASE, bitmap) == invalid, "0 packets");
-  HC_CHECK(amdgpu_dropin_hostcall_enable(NULL, 4, NULL, PHASE, bitmap) == invalid, "NULL buffer");
-  HC_CHECK(amdgpu_dropin_hostcall_enable((char*)buffer + 4, 4, NULL, PHASE, bitmap) == invalid,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, 7, bitmap) == invalid, "unknown protocol");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable(buffer, 0, NULL, PHASE, bitmap) == invalid, "0 packets");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable(NULL, 4, NULL, PHASE, bitmap) == invalid, "NULL buffer");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable((char*)buffer + 4, 4, NULL, PHASE, bitmap) == invalid,
            "misaligned buffer");
-  HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 1, NULL, CLASSIC, NULL) == invalid, "classic needs 2");
-  HC_CHECK(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable(buffer, 1, NULL, CLASSIC, NULL) == invalid, "classic needs 2");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
            "not enabled");
-  HC_CHECK(amdgpu_dropin_hostcall_disable(NULL, NULL) == invalid, "NULL");
-  HC_REQUIRE(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, bitmap) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_disable(NULL, NULL) == invalid, "NULL");
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, bitmap) == AMDGPU_DROPIN_HOSTCALL_OK,
              "enable");
-  HC_CHECK(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, bitmap) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, bitmap) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED, "twice");
-  HC_CHECK(!enableHostcalls(buffer, 4, NULL), "classic over an enabled phase-bit buffer");
-  HC_CHECK(amdgpu_dropin_hostcall_enable((char*)buffer + 64, 2, NULL, CLASSIC, NULL) ==
+  DROPIN_CHECK_MSG(!enableHostcalls(buffer, 4, NULL), "classic over an enabled phase-bit buffer");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_enable((char*)buffer + 64, 2, NULL, CLASSIC, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED, "overlap");
   /* One packet is enough for phase-bit. */
   phase_buffer_t one;
-  HC_REQUIRE(phase_open(&one, 1), "enable 1 packet");
-  HC_CHECK(device_sim_fc_checked_call(one.buffer, 0x5, 2, TIMEOUT_NS) == 0, "a call on 1 packet");
+  DROPIN_REQUIRE_MSG(phase_open(&one, 1), "enable 1 packet");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(one.buffer, 0x5, 2, TIMEOUT_NS) == 0, "a call on 1 packet");
   phase_close(&one);
-  HC_CHECK(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "disable");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "disable");
   /* disableHostcalls disables either protocol. */
-  HC_REQUIRE(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, bitmap) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_enable(buffer, 4, NULL, PHASE, bitmap) == AMDGPU_DROPIN_HOSTCALL_OK,
              "re-enable");
   disableHostcalls(buffer, NULL);
-  HC_CHECK(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
            "disabled by disableHostcalls");
   free(buffer);
 }
@@ -135,26 +135,26 @@ static void test_enable_arguments(void) {
 
 static void test_classic_and_phase_bit_at_once(void) {
   phase_buffer_t p[2];
-  HC_REQUIRE(phase_open(&p[0], 6) && phase_open(&p[1], 33), "enable phase-bit");
+  DROPIN_REQUIRE_MSG(phase_open(&p[0], 6) && phase_open(&p[1], 33), "enable phase-bit");
   void* classic[2] = {hc_alloc_buffer(6), hc_alloc_buffer(9)};
-  HC_REQUIRE(classic[0] && classic[1] && enableHostcalls(classic[0], 6, NULL) &&
+  DROPIN_REQUIRE_MSG(classic[0] && classic[1] && enableHostcalls(classic[0], 6, NULL) &&
                  enableHostcalls(classic[1], 9, NULL), "enable classic");
   void* buffers[4] = {p[0].buffer, classic[0], p[1].buffer, classic[1]};
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 4, 16, 150, 0x5eed, TIMEOUT_NS);
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
-  HC_CHECK(rc == 0, "%s", result.first_failure);
-  HC_CHECK(result.calls == 16 * 150, "calls %llu", (unsigned long long)result.calls);
-  HC_CHECK(result.inactive_lane_writes == 0, "inactive lanes written");
+  DROPIN_CHECK_MSG(rc == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(result.calls == 16 * 150, "calls %llu", (unsigned long long)result.calls);
+  DROPIN_CHECK_MSG(result.inactive_lane_writes == 0, "inactive lanes written");
   for (int i = 0; i < 2; ++i) {
     for (uint32_t k = 0; k < p[i].packets; ++k) {
-      HC_CHECK(*device_sim_phase_device(p[i].buffer, k) == *device_sim_phase_host(p[i].buffer, k),
+      DROPIN_CHECK_MSG(*device_sim_phase_device(p[i].buffer, k) == *device_sim_phase_host(p[i].buffer, k),
                "buffer %d packet %u left pending", i, k);
     }
-    HC_CHECK(p[i].bitmap[0] == 0, "every bit released");
+    DROPIN_CHECK_MSG(p[i].bitmap[0] == 0, "every bit released");
   }
-  HC_CHECK(device_sim_phase_rings() > 0, "waves rang the doorbell");
+  DROPIN_CHECK_MSG(device_sim_phase_rings() > 0, "waves rang the doorbell");
   printf("  rings %llu, throttled %llu\n", (unsigned long long)device_sim_phase_rings(),
          (unsigned long long)device_sim_phase_throttled());
   disableHostcalls(classic[0], NULL);
@@ -193,77 +193,77 @@ static bool claim_counted(void* buffer, uint64_t value, uint32_t* index) {
 
 static void test_phases_flipped_twice(void) {
   phase_buffer_t p;
-  HC_REQUIRE(phase_open(&p, 3), "enable");
+  DROPIN_REQUIRE_MSG(phase_open(&p, 3), "enable");
   uint64_t lanes[64][8];
   /* The device flips its phase twice before the host looked: no request. */
   uint32_t index = 99;
   atomic_store(&g_counted_calls, 0);
-  HC_REQUIRE(claim_counted(p.buffer, 41, &index), "claim");
+  DROPIN_REQUIRE_MSG(claim_counted(p.buffer, 41, &index), "claim");
   device_sim_phase_flip(p.buffer, index);
   device_sim_phase_flip(p.buffer, index);
   device_sim_phase_ring_throttled(p.buffer);
   /* If the host looked between the flips it served the first state and then
    * the second (each published state once); otherwise it saw no request.
    * Either way the phases end equal, and nothing is served a third time. */
-  HC_CHECK(device_sim_phase_wait_answered(p.buffer, index, TIMEOUT_NS) == 0, "settled");
+  DROPIN_CHECK_MSG(device_sim_phase_wait_answered(p.buffer, index, TIMEOUT_NS) == 0, "settled");
   hc_sleep_ms(30);
   uint32_t served_between = atomic_load(&g_counted_calls);
-  HC_CHECK(served_between == 0 || served_between == 2, "served %u times", served_between);
-  HC_CHECK(*device_sim_phase_device(p.buffer, index) == *device_sim_phase_host(p.buffer, index),
+  DROPIN_CHECK_MSG(served_between == 0 || served_between == 2, "served %u times", served_between);
+  DROPIN_CHECK_MSG(*device_sim_phase_device(p.buffer, index) == *device_sim_phase_host(p.buffer, index),
            "phases settled");
   device_sim_phase_clear_bit(p.buffer, index);
   /* Both phases flip twice through two full round trips on that packet. */
   for (uint64_t v = 0; v < 2; ++v) {
     fill_counted(lanes, 100 + v);
-    HC_CHECK(device_sim_phase_hostcall(p.buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, lanes, TIMEOUT_NS) == 0,
+    DROPIN_CHECK_MSG(device_sim_phase_hostcall(p.buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, lanes, TIMEOUT_NS) == 0,
              "round trip %llu", (unsigned long long)v);
-    HC_CHECK(lanes[0][0] == 101 + v && lanes[0][1] == 0x600d, "answer %llu", (unsigned long long)lanes[0][0]);
+    DROPIN_CHECK_MSG(lanes[0][0] == 101 + v && lanes[0][1] == 0x600d, "answer %llu", (unsigned long long)lanes[0][0]);
   }
-  HC_CHECK(atomic_load(&g_counted_calls) == served_between + 2, "each request served once");
+  DROPIN_CHECK_MSG(atomic_load(&g_counted_calls) == served_between + 2, "each request served once");
 
   /* A device phase corrupted to 2: served once and settled (host phase := 2),
    * not served again on every scan. */
-  HC_REQUIRE(claim_counted(p.buffer, 7, &index), "claim");
+  DROPIN_REQUIRE_MSG(claim_counted(p.buffer, 7, &index), "claim");
   uint32_t before = atomic_load(&g_counted_calls);
   atomic_store_explicit(device_sim_phase_device(p.buffer, index), 2, memory_order_release);
   device_sim_phase_ring_throttled(p.buffer);
-  HC_CHECK(device_sim_phase_wait_answered(p.buffer, index, TIMEOUT_NS) == 0, "answered");
+  DROPIN_CHECK_MSG(device_sim_phase_wait_answered(p.buffer, index, TIMEOUT_NS) == 0, "answered");
   hc_sleep_ms(20);
-  HC_CHECK(atomic_load(&g_counted_calls) == before + 1, "served exactly once: %u",
+  DROPIN_CHECK_MSG(atomic_load(&g_counted_calls) == before + 1, "served exactly once: %u",
            atomic_load(&g_counted_calls) - before);
-  HC_CHECK(*device_sim_phase_host(p.buffer, index) == 2, "host phase settled to the device's");
+  DROPIN_CHECK_MSG(*device_sim_phase_host(p.buffer, index) == 2, "host phase settled to the device's");
   /* Back to a valid state for the next wave. */
   atomic_store(device_sim_phase_device(p.buffer, index), 0);
   atomic_store(device_sim_phase_host(p.buffer, index), 0);
   device_sim_phase_clear_bit(p.buffer, index);
-  HC_CHECK(device_sim_fc_checked_call(p.buffer, ~0ull, 3, TIMEOUT_NS) == 0, "traffic goes on");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(p.buffer, ~0ull, 3, TIMEOUT_NS) == 0, "traffic goes on");
   phase_close(&p);
 }
 
 static void test_bit_without_a_request(void) {
   phase_buffer_t p;
-  HC_REQUIRE(phase_open(&p, 4), "enable");
+  DROPIN_REQUIRE_MSG(phase_open(&p, 4), "enable");
   /* Bits 0-2 taken with no request behind them: waves use packet 3 only. */
   for (uint32_t i = 0; i < 3; ++i) device_sim_phase_set_bit(p.buffer, i);
   void* buffers[1] = {p.buffer};
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 3, 40, 77, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  HC_CHECK(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
   for (uint32_t i = 0; i < 3; ++i) {
-    HC_CHECK(*device_sim_phase_device(p.buffer, i) == 0 && *device_sim_phase_host(p.buffer, i) == 0,
+    DROPIN_CHECK_MSG(*device_sim_phase_device(p.buffer, i) == 0 && *device_sim_phase_host(p.buffer, i) == 0,
              "packet %u never used", i);
   }
-  HC_CHECK(p.bitmap[0] == 0x7, "the stray bits are left to the device: %#x", p.bitmap[0]);
+  DROPIN_CHECK_MSG(p.bitmap[0] == 0x7, "the stray bits are left to the device: %#x", p.bitmap[0]);
   phase_close(&p);
 }
 
 static void test_packet_beyond_num_packets(void) {
   const uint32_t n = 5;
   hc_guarded_t g;
-  HC_REQUIRE(hc_guarded_alloc(&g, amdgpu_dropin_hostcall_buffer_size(PHASE, n), 4096), "guarded alloc");
+  DROPIN_REQUIRE_MSG(hc_guarded_alloc(&g, amdgpu_dropin_hostcall_buffer_size(PHASE, n), 4096), "guarded alloc");
   uint32_t bitmap[1] = {0};
-  HC_REQUIRE(device_sim_phase_attach(g.buffer), "attach");
-  HC_REQUIRE(amdgpu_dropin_hostcall_enable(g.buffer, n, NULL, PHASE, bitmap) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_REQUIRE_MSG(device_sim_phase_attach(g.buffer), "attach");
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_enable(g.buffer, n, NULL, PHASE, bitmap) == AMDGPU_DROPIN_HOSTCALL_OK,
              "enable");
   /* A broken wave claims packet n (bit 5 exists in the word) and flips
    * device_phase[n], which is host_phase[0]; it writes no header or payload
@@ -274,12 +274,12 @@ static void test_packet_beyond_num_packets(void) {
   hc_sleep_ms(20);
   /* The host saw packet 0 pending (an empty active mask), served nothing and
    * settled it; nothing past the buffer was touched (the guard page). */
-  HC_CHECK(*device_sim_phase_device(g.buffer, 0) == *device_sim_phase_host(g.buffer, 0), "settled");
+  DROPIN_CHECK_MSG(*device_sim_phase_device(g.buffer, 0) == *device_sim_phase_host(g.buffer, 0), "settled");
   void* buffers[1] = {g.buffer};
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 4, 50, 5, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  HC_CHECK(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
-  HC_CHECK(hc_guarded_prefix_intact(&g), "bytes before the buffer intact");
+  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_guarded_prefix_intact(&g), "bytes before the buffer intact");
   disableHostcalls(g.buffer, NULL);
   device_sim_phase_detach(g.buffer);
   hc_guarded_free(&g);
@@ -289,10 +289,10 @@ static void test_packet_beyond_num_packets(void) {
 
 static void test_wave_that_never_returns(void) {
   phase_buffer_t p;
-  HC_REQUIRE(phase_open(&p, 4), "enable");
+  DROPIN_REQUIRE_MSG(phase_open(&p, 4), "enable");
   uint32_t index = 0;
   atomic_store(&g_counted_calls, 0);
-  HC_REQUIRE(claim_counted(p.buffer, 1, &index), "claim");
+  DROPIN_REQUIRE_MSG(claim_counted(p.buffer, 1, &index), "claim");
   device_sim_phase_flip(p.buffer, index);
   device_sim_phase_ring_throttled(p.buffer);
   /* The wave never reads its answer nor clears its bit: its packet stays
@@ -300,10 +300,10 @@ static void test_wave_that_never_returns(void) {
   void* buffers[1] = {p.buffer};
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 6, 60, 11, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  HC_CHECK(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
-  HC_CHECK(atomic_load(&g_counted_calls) == 1, "its request was served once");
-  HC_CHECK(*device_sim_phase_device(p.buffer, index) == *device_sim_phase_host(p.buffer, index), "answered");
-  HC_CHECK(p.bitmap[0] == (1u << index), "its bit stays set: %#x", p.bitmap[0]);
+  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(atomic_load(&g_counted_calls) == 1, "its request was served once");
+  DROPIN_CHECK_MSG(*device_sim_phase_device(p.buffer, index) == *device_sim_phase_host(p.buffer, index), "answered");
+  DROPIN_CHECK_MSG(p.bitmap[0] == (1u << index), "its bit stays set: %#x", p.bitmap[0]);
   /* Disable does not wait for the wave: its bit stays set forever, so a
    * disable that waited for it would never return (the test would hang into
    * its ctest timeout); no figure to compare. */
@@ -347,24 +347,24 @@ static void* slow_wave(void* arg) {
 
 static void test_slow_phase_bit_buffer_beside_a_classic_one(void) {
   phase_buffer_t slow;
-  HC_REQUIRE(phase_open(&slow, 4), "enable");
+  DROPIN_REQUIRE_MSG(phase_open(&slow, 4), "enable");
   void* fast = hc_alloc_buffer(8);
-  HC_REQUIRE(fast != NULL && enableHostcalls(fast, 8, NULL), "enable classic");
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SLOW_SERVICE, slow.buffer, slow_lane, NULL) ==
+  DROPIN_REQUIRE_MSG(fast != NULL && enableHostcalls(fast, 8, NULL), "enable classic");
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SLOW_SERVICE, slow.buffer, slow_lane, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register");
   pthread_t thread;
   atomic_store(&g_slow_done, false);
   atomic_store(&g_slow_calls, 0);
   atomic_store(&g_slow_blocked, false);
   atomic_store(&g_slow_release, false);
-  HC_REQUIRE(pthread_create(&thread, NULL, slow_wave, slow.buffer) == 0, "thread");
+  DROPIN_REQUIRE_MSG(pthread_create(&thread, NULL, slow_wave, slow.buffer) == 0, "thread");
   /* The classic buffer's waves keep being served while the slow buffer's
    * last call is blocked in its handler: the slow buffer has moved to the
    * helper thread. Served on one thread, the classic calls would wait behind
    * the blocked call until their timeout (checked by events, not time). */
   uint64_t fast_calls = 0;
   while (!atomic_load(&g_slow_blocked)) {
-    HC_CHECK(device_sim_fc_checked_call(fast, 0xff, fast_calls, TIMEOUT_NS) == 0, "fast call");
+    DROPIN_CHECK_MSG(device_sim_fc_checked_call(fast, 0xff, fast_calls, TIMEOUT_NS) == 0, "fast call");
     fast_calls++;
   }
   uint64_t while_blocked = 0;
@@ -372,16 +372,16 @@ static void test_slow_phase_bit_buffer_beside_a_classic_one(void) {
     if (device_sim_fc_checked_call(fast, 0xff, fast_calls + (uint64_t)i, TIMEOUT_NS) != 0) break;
     while_blocked++;
   }
-  HC_CHECK(atomic_load(&g_slow_done) == false, "the slow call was still blocked");
-  HC_CHECK(while_blocked == 20, "the classic buffer starved behind the blocked slow call: %llu of 20 served",
+  DROPIN_CHECK_MSG(atomic_load(&g_slow_done) == false, "the slow call was still blocked");
+  DROPIN_CHECK_MSG(while_blocked == 20, "the classic buffer starved behind the blocked slow call: %llu of 20 served",
            (unsigned long long)while_blocked);
   atomic_store(&g_slow_release, true);
   void* joined = NULL;
   pthread_join(thread, &joined);
-  HC_CHECK(joined == NULL, "slow calls failed: %ld", (long)(intptr_t)joined);
+  DROPIN_CHECK_MSG(joined == NULL, "slow calls failed: %ld", (long)(intptr_t)joined);
   printf("  %llu classic calls during %d slow phase-bit calls, 20 while one was blocked\n",
          (unsigned long long)fast_calls, SLOW_CALLS);
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SLOW_SERVICE, slow.buffer) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SLOW_SERVICE, slow.buffer) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
   disableHostcalls(fast, NULL);
   hc_free_buffer(fast);
@@ -406,13 +406,13 @@ static int child_after_fork(void) {
 
 static void test_fork_and_exit(void) {
   phase_buffer_t p;
-  HC_REQUIRE(phase_open(&p, 3), "enable");
+  DROPIN_REQUIRE_MSG(phase_open(&p, 3), "enable");
   g_parent_buffer = p.buffer;
   hc_child_result_t r;
-  HC_REQUIRE(hc_fork_child(child_after_fork, 20000, &r), "fork");
-  HC_CHECK(r.exited && r.exit_code == 0, "child: %s", hc_child_describe(&r));
+  DROPIN_REQUIRE_MSG(hc_fork_child(child_after_fork, 20000, &r), "fork");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child: %s", hc_child_describe(&r));
   printf("  child done after %llu ms\n", (unsigned long long)r.elapsed_ms); /* printed, not compared */
-  HC_CHECK(device_sim_fc_checked_call(p.buffer, ~0ull, 10, TIMEOUT_NS) == 0, "parent still served");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(p.buffer, ~0ull, 10, TIMEOUT_NS) == 0, "parent still served");
   phase_close(&p);
 }
 
@@ -427,5 +427,5 @@ int main(void) {
   HC_RUN(test_wave_that_never_returns);
   HC_RUN(test_slow_phase_bit_buffer_beside_a_classic_one);
   HC_RUN(test_fork_and_exit);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

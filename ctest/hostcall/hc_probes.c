@@ -101,8 +101,8 @@ static void test_exit_during_traffic(void) {
       snprintf(s, sizeof(s), "HC_PROBE_SEED=%d", round * 31 + variant + 1);
       const char* const env[] = {v, s, NULL};
       hc_child_result_t r;
-      HC_REQUIRE(hc_spawn_child("exit_traffic", env, EXIT_DEADLINE_MS, &r), "spawn");
-      HC_CHECK(r.exited && r.exit_code == 0, "%s round %d: child %s", variant_names[variant], round,
+      DROPIN_REQUIRE_MSG(hc_spawn_child("exit_traffic", env, EXIT_DEADLINE_MS, &r), "spawn");
+      DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "%s round %d: child %s", variant_names[variant], round,
                hc_child_describe(&r));
       if (r.elapsed_ms > worst) worst = r.elapsed_ms;
     }
@@ -223,11 +223,11 @@ static void test_enable_disable_soak(void) {
   fflush(stdout);
   int saved_stdout = dup(1);
   int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  HC_REQUIRE(saved_stdout >= 0 && null_fd >= 0, "redirect stdout");
+  DROPIN_REQUIRE_MSG(saved_stdout >= 0 && null_fd >= 0, "redirect stdout");
   dup2(null_fd, 1);
   pthread_t workers[SOAK_WORKERS];
   for (uint32_t i = 0; i < SOAK_WORKERS; ++i) {
-    HC_REQUIRE(pthread_create(&workers[i], NULL, soak_worker, (void*)(uintptr_t)i) == 0, "worker");
+    DROPIN_REQUIRE_MSG(pthread_create(&workers[i], NULL, soak_worker, (void*)(uintptr_t)i) == 0, "worker");
   }
   uint64_t start = hc_now_ms();
   uint64_t next_report = start + 10000;
@@ -247,16 +247,16 @@ static void test_enable_disable_soak(void) {
   close(saved_stdout);
   close(null_fd);
   soak_report("done,", hc_now_ms() - start);
-  HC_CHECK(atomic_load(&g_wrong) == 0, "%llu wrong answers", (unsigned long long)atomic_load(&g_wrong));
-  HC_CHECK(atomic_load(&g_fork_failures) == 0, "%llu forked children failed",
+  DROPIN_CHECK_MSG(atomic_load(&g_wrong) == 0, "%llu wrong answers", (unsigned long long)atomic_load(&g_wrong));
+  DROPIN_CHECK_MSG(atomic_load(&g_fork_failures) == 0, "%llu forked children failed",
            (unsigned long long)atomic_load(&g_fork_failures));
-  HC_CHECK(atomic_load(&g_cycles) >= SOAK_WORKERS, "the soak made progress");
-  HC_CHECK(atomic_load(&g_printf_lines) > 0, "printf lines were sent");
+  DROPIN_CHECK_MSG(atomic_load(&g_cycles) >= SOAK_WORKERS, "the soak made progress");
+  DROPIN_CHECK_MSG(atomic_load(&g_printf_lines) > 0, "printf lines were sent");
   /* Every buffer is disabled: no listener thread is left (counted by name:
    * a sanitizer runtime may have started a thread of its own meanwhile). */
   uint64_t deadline = hc_now_ms() + 5000;
   while (hc_listener_threads() != 0 && hc_now_ms() < deadline) hc_sleep_ms(5);
-  HC_CHECK(hc_listener_threads() == 0, "listener threads left after the soak: %d",
+  DROPIN_CHECK_MSG(hc_listener_threads() == 0, "listener threads left after the soak: %d",
            hc_listener_threads());
 }
 
@@ -273,5 +273,5 @@ int main(int argc, char** argv) {
   hc_hsa_init();
   HC_RUN(test_exit_during_traffic);
   HC_RUN(test_enable_disable_soak);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

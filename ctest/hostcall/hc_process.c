@@ -214,8 +214,8 @@ static int child_exit_during_stuck_service(void) { return exit_during(stuck_host
 
 static void expect_exit(const char* name, int code) {
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child(name, NULL, EXIT_DEADLINE_MS, &r), "spawn %s", name);
-  HC_CHECK(r.exited && r.exit_code == code, "%s: want exit %d; child %s", name, code,
+  DROPIN_REQUIRE_MSG(hc_spawn_child(name, NULL, EXIT_DEADLINE_MS, &r), "spawn %s", name);
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == code, "%s: want exit %d; child %s", name, code,
            hc_child_describe(&r));
   printf("  %s: exit after %llu ms\n", name, (unsigned long long)r.elapsed_ms);
 }
@@ -238,20 +238,20 @@ static void test_exit_with_idle_listener_is_fast(void) {
   uint64_t latency[EXIT_RUNS];
   for (int run = 0; run < EXIT_RUNS; ++run) {
     hc_child_result_t r;
-    HC_REQUIRE(hc_spawn_child("exit_idle_timed", env, EXIT_DEADLINE_MS, &r), "spawn");
-    HC_REQUIRE(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+    DROPIN_REQUIRE_MSG(hc_spawn_child("exit_idle_timed", env, EXIT_DEADLINE_MS, &r), "spawn");
+    DROPIN_REQUIRE_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
     const char* mark = strstr(r.err, "returning-from-main-us=");
-    HC_REQUIRE(mark != NULL, "no timestamp; child %s", hc_child_describe(&r));
+    DROPIN_REQUIRE_MSG(mark != NULL, "no timestamp; child %s", hc_child_describe(&r));
     unsigned long long returned = strtoull(mark + strlen("returning-from-main-us="), NULL, 10);
     latency[run] = r.reaped_us >= returned ? r.reaped_us - returned : 0;
     const char* counts = strstr(r.err, "exit-timeouts=");
-    HC_REQUIRE(counts != NULL, "no exit counts; child %s", hc_child_describe(&r));
+    DROPIN_REQUIRE_MSG(counts != NULL, "no exit counts; child %s", hc_child_describe(&r));
     unsigned long long timeouts = 0, in_progress = 0;
-    HC_REQUIRE(sscanf(counts, "exit-timeouts=%llu exit-blocked-waits=%llu", &timeouts, &in_progress) == 2,
+    DROPIN_REQUIRE_MSG(sscanf(counts, "exit-timeouts=%llu exit-blocked-waits=%llu", &timeouts, &in_progress) == 2,
                "exit counts: %s", counts);
-    HC_CHECK(timeouts == 0, "run %d: %llu wait(s) timed out during exit (the ring did not wake it)", run,
+    DROPIN_CHECK_MSG(timeouts == 0, "run %d: %llu wait(s) timed out during exit (the ring did not wake it)", run,
              timeouts);
-    HC_CHECK(in_progress == 0, "run %d: %llu blocked wait(s) still in progress", run, in_progress);
+    DROPIN_CHECK_MSG(in_progress == 0, "run %d: %llu blocked wait(s) still in progress", run, in_progress);
   }
   qsort(latency, EXIT_RUNS, sizeof(latency[0]), compare_u64);
   printf("  return from main to process end: min %llu us, median %llu us, max %llu us\n",
@@ -326,26 +326,26 @@ static void test_fork_with_listener_running(void) {
   return;
 #endif
   parent_buffer = hc_alloc_buffer(8);
-  HC_REQUIRE(enableHostcalls(parent_buffer, 8, NULL), "enable");
-  HC_CHECK(call_ok(parent_buffer, 1) == 0, "parent call");
+  DROPIN_REQUIRE_MSG(enableHostcalls(parent_buffer, 8, NULL), "enable");
+  DROPIN_CHECK_MSG(call_ok(parent_buffer, 1) == 0, "parent call");
   void* buffers[1] = {parent_buffer};
   device_sim_waves_t* waves = start_waves(buffers, 1, 4, 0);
-  HC_REQUIRE(waves != NULL, "start waves");
+  DROPIN_REQUIRE_MSG(waves != NULL, "start waves");
   hc_sleep_ms(30);
   for (int round = 0; round < 3; ++round) {
     hc_child_result_t r;
-    HC_CHECK(hc_fork_child(fork_child_body, 15000, &r), "fork");
-    HC_CHECK(r.exited && r.exit_code == 0, "round %d: child %s", round, hc_child_describe(&r));
-    HC_CHECK(hc_fork_child(fork_child_exit_at_once, EXIT_DEADLINE_MS, &r), "fork");
-    HC_CHECK(r.exited && r.exit_code == 46, "round %d: exiting child %s", round,
+    DROPIN_CHECK_MSG(hc_fork_child(fork_child_body, 15000, &r), "fork");
+    DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "round %d: child %s", round, hc_child_describe(&r));
+    DROPIN_CHECK_MSG(hc_fork_child(fork_child_exit_at_once, EXIT_DEADLINE_MS, &r), "fork");
+    DROPIN_CHECK_MSG(r.exited && r.exit_code == 46, "round %d: exiting child %s", round,
              hc_child_describe(&r));
   }
   device_sim_waves_stop(waves);
   device_sim_waves_result_t result;
-  HC_CHECK(device_sim_waves_join(waves, &result) == 0, "parent waves: %s", result.first_failure);
-  HC_CHECK(result.calls > 0, "parent waves made no call");
+  DROPIN_CHECK_MSG(device_sim_waves_join(waves, &result) == 0, "parent waves: %s", result.first_failure);
+  DROPIN_CHECK_MSG(result.calls > 0, "parent waves made no call");
   printf("  parent waves: %llu calls during the forks\n", (unsigned long long)result.calls);
-  HC_CHECK(call_ok(parent_buffer, 2) == 0, "parent call after the forks");
+  DROPIN_CHECK_MSG(call_ok(parent_buffer, 2) == 0, "parent call after the forks");
   disableHostcalls(parent_buffer, NULL);
   hc_free_buffer(parent_buffer);
 }
@@ -407,8 +407,8 @@ static void test_fork_during_first_enable(void) {
   return;
 #endif
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child("fork_first_enable", NULL, 60000, &r), "spawn");
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_REQUIRE_MSG(hc_spawn_child("fork_first_enable", NULL, 60000, &r), "spawn");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
 }
 
 int main(int argc, char** argv) {
@@ -435,5 +435,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_exit_waits_for_a_listener_in_a_long_unrung_wait);
   HC_RUN(test_fork_with_listener_running);
   HC_RUN(test_fork_during_first_enable);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -97,30 +97,30 @@ static void* call_held(void* buffer) {
 static void test_disable_other_buffer_from_service(void) {
   void* a = hc_alloc_buffer(PACKETS);
   void* b = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(enableHostcalls(a, PACKETS, a) && enableHostcalls(b, PACKETS, b), "enable");
+  DROPIN_REQUIRE_MSG(enableHostcalls(a, PACKETS, a) && enableHostcalls(b, PACKETS, b), "enable");
   /* Slow visits in a row hand A to the helper thread. */
   uint64_t out[2] = {0, 0};
   for (int k = 0; k < 6 && out[0] != HC_SERVED_BY_HELPER; ++k) {
-    HC_REQUIRE(call(a, slow_5ms, 0, 0, out) == 0, "slow call %d", k);
+    DROPIN_REQUIRE_MSG(call(a, slow_5ms, 0, 0, out) == 0, "slow call %d", k);
   }
-  HC_REQUIRE(out[0] == HC_SERVED_BY_HELPER, "buffer A never moved to the helper (served by %llu)",
+  DROPIN_REQUIRE_MSG(out[0] == HC_SERVED_BY_HELPER, "buffer A never moved to the helper (served by %llu)",
              (unsigned long long)out[0]);
 
   pthread_t thread;
-  HC_REQUIRE(pthread_create(&thread, NULL, call_held, a) == 0, "thread");
+  DROPIN_REQUIRE_MSG(pthread_create(&thread, NULL, call_held, a) == 0, "thread");
   int rc = call(b, disable_other, (uint64_t)(uintptr_t)a, 0, out);
   void* held_result = NULL;
   pthread_join(thread, &held_result);
-  HC_CHECK(rc == 0, "the disabling call on B was not answered");
-  HC_CHECK(out[1] == HC_SERVED_BY_MAIN, "B served by %llu, expected the main listener",
+  DROPIN_CHECK_MSG(rc == 0, "the disabling call on B was not answered");
+  DROPIN_CHECK_MSG(out[1] == HC_SERVED_BY_MAIN, "B served by %llu, expected the main listener",
            (unsigned long long)out[1]);
-  HC_CHECK(out[0] == 0,
+  DROPIN_CHECK_MSG(out[0] == 0,
            "disableHostcalls(A) from a service of B returned while the helper was still "
            "inside A's service (A could be freed under it)");
-  HC_CHECK(held_result == NULL, "the call on A in flight during its disable was not answered");
+  DROPIN_CHECK_MSG(held_result == NULL, "the call on A in flight during its disable was not answered");
   /* A is disabled: a second disable is a no-op, B still works. */
   disableHostcalls(a, a);
-  HC_CHECK(call(b, slow_5ms, 0, 0, out) == 0, "B after A's disable");
+  DROPIN_CHECK_MSG(call(b, slow_5ms, 0, 0, out) == 0, "B after A's disable");
   disableHostcalls(b, b);
   hc_free_buffer(a);
   hc_free_buffer(b);
@@ -138,18 +138,18 @@ static void disable_self(uint64_t out[2], const uint64_t in[7]) {
 static void test_disable_own_buffer_from_service(void) {
   int threads0 = hc_thread_count();
   void* c = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(enableHostcalls(c, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(enableHostcalls(c, PACKETS, NULL), "enable");
   uint64_t out[2] = {0, 0};
-  HC_CHECK(call(c, disable_self, (uint64_t)(uintptr_t)c, 41, out) == 0 && out[0] == 77 &&
+  DROPIN_CHECK_MSG(call(c, disable_self, (uint64_t)(uintptr_t)c, 41, out) == 0 && out[0] == 77 &&
                out[1] == 42,
            "self-disable call not answered (%llu, %llu)", (unsigned long long)out[0],
            (unsigned long long)out[1]);
   int left = hc_wait_thread_count(threads0, 5000);
-  HC_CHECK(left == threads0, "%d threads after the last buffer disabled itself, expected %d", left,
+  DROPIN_CHECK_MSG(left == threads0, "%d threads after the last buffer disabled itself, expected %d", left,
            threads0);
   /* It is disabled: enabling it again works and serves. */
-  HC_REQUIRE(enableHostcalls(c, PACKETS, NULL), "re-enable");
-  HC_CHECK(device_sim_fc_checked_call(c, ~0ull, 5, TIMEOUT_NS) == 0, "call after re-enable");
+  DROPIN_REQUIRE_MSG(enableHostcalls(c, PACKETS, NULL), "re-enable");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(c, ~0ull, 5, TIMEOUT_NS) == 0, "call after re-enable");
   disableHostcalls(c, NULL);
   hc_free_buffer(c);
 }
@@ -185,13 +185,13 @@ static int child_abandoned(void) {
 static void test_abandoned_packets_are_logged(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=2", NULL};
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child("abandoned", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  DROPIN_REQUIRE_MSG(hc_spawn_child("abandoned", env, CHILD_TIMEOUT_MS, &r), "spawn");
   if (r.exited && r.exit_code == 5) {
     printf("  the listener served the packet before disable (timing); not checked\n");
     return;
   }
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
-  HC_CHECK(hc_contains(r.err, "abandoned"),
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_CHECK_MSG(hc_contains(r.err, "abandoned"),
            "a packet left waiting at disable was not logged; stderr: %s", r.err);
 }
 
@@ -205,5 +205,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_disable_other_buffer_from_service);
   HC_RUN(test_disable_own_buffer_from_service);
   HC_RUN(test_abandoned_packets_are_logged);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

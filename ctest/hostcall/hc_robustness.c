@@ -68,9 +68,9 @@ static int child_out_of_range(void) {
     uint64_t mask = device_sim_expected_index_mask(n);
     size_t size = getHostcallBufferSize(n);
     hc_guarded_t g;
-    HC_CHILD_CHECK(hc_guarded_alloc(&g, size, (size_t)(mask + 2) * 4096 + 4096), "guarded alloc");
+    DROPIN_CHECK_INTO(failures, hc_guarded_alloc(&g, size, (size_t)(mask + 2) * 4096 + 4096), "guarded alloc");
     if (failures) return 1;
-    HC_CHILD_CHECK(enableHostcalls(g.buffer, n, NULL), "enable n=%u", n);
+    DROPIN_CHECK_INTO(failures, enableHostcalls(g.buffer, n, NULL), "enable n=%u", n);
     if (failures) return 1;
     /* Word-by-word atomic snapshots (hc_snapshot_words): the listener
      * swaps the ready stack concurrently. getHostcallBufferSize is a
@@ -85,20 +85,20 @@ static int child_out_of_range(void) {
         uint64_t ptr = bad + tag * (mask + 1);
         /* Alone on the stack (nothing else ready), header left untouched. */
         hc_snapshot_words(g.buffer, snapshot, size);
-        HC_CHILD_CHECK(device_sim_push_ready_raw_if_empty(g.buffer, ptr), "ready stack busy");
+        DROPIN_CHECK_INTO(failures, device_sim_push_ready_raw_if_empty(g.buffer, ptr), "ready stack busy");
         device_sim_ring_doorbell(g.buffer);
-        HC_CHILD_CHECK(device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0,
+        DROPIN_CHECK_INTO(failures, device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0,
                     "n=%u: bad pointer %llu never taken off the ready stack", n,
                     (unsigned long long)ptr);
         hc_sleep_ms(5);
         hc_snapshot_words(g.buffer, now, size);
-        HC_CHILD_CHECK(memcmp(snapshot, now, size) == 0,
+        DROPIN_CHECK_INTO(failures, memcmp(snapshot, now, size) == 0,
                     "n=%u index %llu: the host wrote into the buffer", n, (unsigned long long)bad);
-        HC_CHILD_CHECK(hc_guarded_prefix_intact(&g), "memory before the buffer changed");
+        DROPIN_CHECK_INTO(failures, hc_guarded_prefix_intact(&g), "memory before the buffer changed");
         char why[256];
-        HC_CHILD_CHECK(call_ok(g.buffer, bad) == 0, "n=%u: call after bad index %llu", n,
+        DROPIN_CHECK_INTO(failures, call_ok(g.buffer, bad) == 0, "n=%u: call after bad index %llu", n,
                     (unsigned long long)bad);
-        HC_CHILD_CHECK(run_waves(g.buffer, 4, 25, bad * 7 + tag, why, sizeof(why)) == 0,
+        DROPIN_CHECK_INTO(failures, run_waves(g.buffer, 4, 25, bad * 7 + tag, why, sizeof(why)) == 0,
                     "n=%u waves after bad index: %s", n, why);
       }
     }
@@ -108,22 +108,22 @@ static int child_out_of_range(void) {
     fill_fc(lanes, 4242);
     memcpy(in, lanes, sizeof(in));
     uint64_t good = 0;
-    HC_CHILD_CHECK(device_sim_pop_free(g.buffer, &good, TIMEOUT_NS) == 0, "pop");
+    DROPIN_CHECK_INTO(failures, device_sim_pop_free(g.buffer, &good, TIMEOUT_NS) == 0, "pop");
     device_sim_fill(g.buffer, good, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull,
                     (const uint64_t(*)[8])lanes);
-    HC_CHILD_CHECK(device_sim_push_ready_raw_if_empty(g.buffer, mask + (mask + 1) * 5), "push bad");
+    DROPIN_CHECK_INTO(failures, device_sim_push_ready_raw_if_empty(g.buffer, mask + (mask + 1) * 5), "push bad");
     device_sim_push_ready(g.buffer, good);
     device_sim_ring_doorbell(g.buffer);
-    HC_CHILD_CHECK(device_sim_wait_served(g.buffer, good, TIMEOUT_NS) == 0,
+    DROPIN_CHECK_INTO(failures, device_sim_wait_served(g.buffer, good, TIMEOUT_NS) == 0,
                 "n=%u: packet above a bad one not served", n);
     device_sim_read_results(g.buffer, good, ~0ull, lanes);
-    HC_CHILD_CHECK(check_fc((const uint64_t(*)[8])in, (const uint64_t(*)[8])lanes, ~0ull) == 0,
+    DROPIN_CHECK_INTO(failures, check_fc((const uint64_t(*)[8])in, (const uint64_t(*)[8])lanes, ~0ull) == 0,
                 "wrong result");
     device_sim_push_free(g.buffer, good);
-    HC_CHILD_CHECK(device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0, "stack not drained");
-    HC_CHILD_CHECK(call_ok(g.buffer, 1) == 0, "n=%u: call after the mixed stack", n);
+    DROPIN_CHECK_INTO(failures, device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0, "stack not drained");
+    DROPIN_CHECK_INTO(failures, call_ok(g.buffer, 1) == 0, "n=%u: call after the mixed stack", n);
     disableHostcalls(g.buffer, NULL);
-    HC_CHILD_CHECK(hc_guarded_prefix_intact(&g), "memory before the buffer changed");
+    DROPIN_CHECK_INTO(failures, hc_guarded_prefix_intact(&g), "memory before the buffer changed");
     free(snapshot);
     free(now);
     hc_guarded_free(&g);
@@ -134,12 +134,12 @@ static int child_out_of_range(void) {
 static void test_index_outside_buffer(void) {
   static const char* const env[] = {LOG_ENV, NULL};
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child("out_of_range", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_REQUIRE_MSG(hc_spawn_child("out_of_range", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
   /* Dropped packets are logged (at least one line from the library). */
-  HC_CHECK(hc_contains(r.err, "amdgpu-dropin"), "no log line for dropped packets; stderr: %s",
+  DROPIN_CHECK_MSG(hc_contains(r.err, "amdgpu-dropin"), "no log line for dropped packets; stderr: %s",
            r.err);
-  HC_CHECK(hc_count_lines_with_id(r.err, "amdgpu-dropin", 3) >= 1,
+  DROPIN_CHECK_MSG(hc_count_lines_with_id(r.err, "amdgpu-dropin", 3) >= 1,
            "no log line naming the bad index 3; stderr: %s", r.err);
 }
 
@@ -152,7 +152,7 @@ static int child_unknown_service(void) {
   int failures = 0;
   hc_hsa_init();
   void* buffer = hc_alloc_buffer(4);
-  HC_CHILD_CHECK(enableHostcalls(buffer, 4, NULL), "enable");
+  DROPIN_CHECK_INTO(failures, enableHostcalls(buffer, 4, NULL), "enable");
   if (failures) return 1;
   static const struct {
     uint32_t service;
@@ -166,21 +166,21 @@ static int child_unknown_service(void) {
       for (uint32_t w = 0; w < 8; ++w) lanes[lane][w] = 0x1111111111111111ull * w + lane;
     }
     int rc = device_sim_hostcall(buffer, calls[i].service, calls[i].mask, lanes, TIMEOUT_NS);
-    HC_CHILD_CHECK(rc == 0, "service %u: wave not released (%s)", calls[i].service,
+    DROPIN_CHECK_INTO(failures, rc == 0, "service %u: wave not released (%s)", calls[i].service,
                 device_sim_error_string(rc));
     for (uint32_t lane = 0; lane < 64 && rc == 0; ++lane) {
       if (calls[i].mask & (1ull << lane)) {
-        HC_CHILD_CHECK(lanes[lane][0] == UINT64_MAX, "service %u lane %u: slot0 = %llx",
+        DROPIN_CHECK_INTO(failures, lanes[lane][0] == UINT64_MAX, "service %u lane %u: slot0 = %llx",
                     calls[i].service, lane, (unsigned long long)lanes[lane][0]);
       } else {
-        HC_CHILD_CHECK(lanes[lane][0] == (uint64_t)lane, "inactive lane changed");
+        DROPIN_CHECK_INTO(failures, lanes[lane][0] == (uint64_t)lane, "inactive lane changed");
       }
     }
   }
   /* The buffer and the listener carry on. */
-  HC_CHILD_CHECK(call_ok(buffer, 5) == 0, "FUNCTION_CALL after unknown services");
+  DROPIN_CHECK_INTO(failures, call_ok(buffer, 5) == 0, "FUNCTION_CALL after unknown services");
   char why[256];
-  HC_CHILD_CHECK(run_waves(buffer, 4, 50, 9, why, sizeof(why)) == 0, "waves: %s", why);
+  DROPIN_CHECK_INTO(failures, run_waves(buffer, 4, 50, 9, why, sizeof(why)) == 0, "waves: %s", why);
   disableHostcalls(buffer, NULL);
   hc_free_buffer(buffer);
   return failures ? 1 : 0;
@@ -189,17 +189,17 @@ static int child_unknown_service(void) {
 static void test_unknown_service(void) {
   static const char* const env[] = {LOG_ENV, NULL};
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child("unknown_service", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_REQUIRE_MSG(hc_spawn_child("unknown_service", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
   int a = hc_count_lines_with_id(r.err, "service", UNKNOWN_A);
   int b = hc_count_lines_with_id(r.err, "service", UNKNOWN_B);
-  HC_CHECK(a == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_A, a, r.err);
-  HC_CHECK(b == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_B, b, r.err);
+  DROPIN_CHECK_MSG(a == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_A, a, r.err);
+  DROPIN_CHECK_MSG(b == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_B, b, r.err);
   /* Off by default: without AMD_LOG_LEVEL the library prints nothing. */
   static const char* const quiet[] = {"AMD_LOG_LEVEL=0", NULL};
-  HC_REQUIRE(hc_spawn_child("unknown_service", quiet, CHILD_TIMEOUT_MS, &r), "spawn");
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
-  HC_CHECK(!hc_contains(r.err, "amdgpu-dropin"), "logged with AMD_LOG_LEVEL=0: %s", r.err);
+  DROPIN_REQUIRE_MSG(hc_spawn_child("unknown_service", quiet, CHILD_TIMEOUT_MS, &r), "spawn");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_CHECK_MSG(!hc_contains(r.err, "amdgpu-dropin"), "logged with AMD_LOG_LEVEL=0: %s", r.err);
 }
 
 /* ---- activemask 0 ------------------------------------------------------- */
@@ -209,10 +209,10 @@ static void test_unknown_service(void) {
  * and the buffer keeps working. */
 static void test_activemask_zero(void) {
   void* buffer = hc_alloc_buffer(4);
-  HC_REQUIRE(enableHostcalls(buffer, 4, NULL), "enable");
+  DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 4, NULL), "enable");
   for (int round = 0; round < 3; ++round) {
     uint64_t ptr = 0;
-    HC_REQUIRE(device_sim_pop_free(buffer, &ptr, TIMEOUT_NS) == 0, "pop");
+    DROPIN_REQUIRE_MSG(device_sim_pop_free(buffer, &ptr, TIMEOUT_NS) == 0, "pop");
     device_sim_payload_t* payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
     for (uint32_t lane = 0; lane < 64; ++lane) {
       for (uint32_t w = 0; w < 8; ++w) payload->slots[lane][w] = 0xBAD0000000000000ull | (lane << 8) | w;
@@ -221,13 +221,13 @@ static void test_activemask_zero(void) {
     device_sim_fill(buffer, ptr, round == 2 ? 1234u : DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL);
     device_sim_push_ready(buffer, ptr);
     device_sim_ring_doorbell(buffer);
-    HC_CHECK(device_sim_wait_served(buffer, ptr, TIMEOUT_NS) == 0, "round %d: not released", round);
-    HC_CHECK(memcmp(&before, payload, sizeof(before)) == 0, "round %d: payload changed", round);
+    DROPIN_CHECK_MSG(device_sim_wait_served(buffer, ptr, TIMEOUT_NS) == 0, "round %d: not released", round);
+    DROPIN_CHECK_MSG(memcmp(&before, payload, sizeof(before)) == 0, "round %d: payload changed", round);
     device_sim_push_free(buffer, ptr);
-    HC_CHECK(call_ok(buffer, (uint64_t)round) == 0, "round %d: call after empty packet", round);
+    DROPIN_CHECK_MSG(call_ok(buffer, (uint64_t)round) == 0, "round %d: call after empty packet", round);
   }
   /* Through the one-call API too. */
-  HC_CHECK(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL, TIMEOUT_NS) == 0,
+  DROPIN_CHECK_MSG(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL, TIMEOUT_NS) == 0,
            "empty call");
   disableHostcalls(buffer, NULL);
   hc_free_buffer(buffer);
@@ -252,9 +252,9 @@ static void counting_host_function(uint64_t out[2], const uint64_t in[7]) {
 static void test_ready_stack_cycle(void) {
   void* a = hc_alloc_buffer(4);
   void* b = hc_alloc_buffer(4);
-  HC_REQUIRE(enableHostcalls(a, 4, NULL) && enableHostcalls(b, 4, NULL), "enable");
+  DROPIN_REQUIRE_MSG(enableHostcalls(a, 4, NULL) && enableHostcalls(b, 4, NULL), "enable");
   uint64_t ptr = 0;
-  HC_REQUIRE(device_sim_pop_free(a, &ptr, TIMEOUT_NS) == 0, "pop");
+  DROPIN_REQUIRE_MSG(device_sim_pop_free(a, &ptr, TIMEOUT_NS) == 0, "pop");
   uint64_t lanes[64][8];
   memset(lanes, 0, sizeof(lanes));
   lanes[0][0] = (uint64_t)(uintptr_t)&counting_host_function;
@@ -262,13 +262,13 @@ static void test_ready_stack_cycle(void) {
   device_sim_fill(a, ptr, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, (const uint64_t(*)[8])lanes);
   device_sim_packet_header_t* packet = device_sim_packet(a, ptr & device_sim_header(a)->index_mask);
   atomic_store_explicit(&packet->next, ptr, memory_order_relaxed);
-  HC_REQUIRE(device_sim_push_ready_raw_if_empty(a, ptr), "push");
+  DROPIN_REQUIRE_MSG(device_sim_push_ready_raw_if_empty(a, ptr), "push");
   device_sim_ring_doorbell(a);
-  HC_CHECK(device_sim_wait_served(a, ptr, TIMEOUT_NS) == 0, "cyclic packet never released");
-  HC_CHECK(device_sim_wait_ready_stack_empty(a, TIMEOUT_NS) == 0, "ready stack not drained");
-  HC_CHECK(call_ok(b, 1) == 0, "other buffer not served after the cycle");
-  HC_CHECK(call_ok(a, 2) == 0, "the buffer itself not served after the cycle");
-  HC_CHECK(cycle_calls == 1, "the cyclic packet was served %llu times (want exactly once)",
+  DROPIN_CHECK_MSG(device_sim_wait_served(a, ptr, TIMEOUT_NS) == 0, "cyclic packet never released");
+  DROPIN_CHECK_MSG(device_sim_wait_ready_stack_empty(a, TIMEOUT_NS) == 0, "ready stack not drained");
+  DROPIN_CHECK_MSG(call_ok(b, 1) == 0, "other buffer not served after the cycle");
+  DROPIN_CHECK_MSG(call_ok(a, 2) == 0, "the buffer itself not served after the cycle");
+  DROPIN_CHECK_MSG(cycle_calls == 1, "the cyclic packet was served %llu times (want exactly once)",
            (unsigned long long)cycle_calls);
   /* The packet is not returned to the free stack: it stays the wave's. */
   disableHostcalls(a, NULL);
@@ -292,12 +292,12 @@ static void finish(void* buffer, uint64_t ptr, const uint64_t in[64][8], const c
   uint64_t t0 = device_sim_now_ns();
   int rc = device_sim_wait_served(buffer, ptr, TIMEOUT_NS);
   uint64_t waited = device_sim_now_ns() - t0;
-  HC_CHECK(rc == 0, "%s: packet stranded (%s)", what, device_sim_error_string(rc));
+  DROPIN_CHECK_MSG(rc == 0, "%s: packet stranded (%s)", what, device_sim_error_string(rc));
   if (rc != 0) return;
   uint64_t out[64][8];
   memset(out, 0, sizeof(out));
   device_sim_read_results(buffer, ptr, ~0ull, out);
-  HC_CHECK(check_fc(in, (const uint64_t(*)[8])out, ~0ull) == 0, "%s: wrong result", what);
+  DROPIN_CHECK_MSG(check_fc(in, (const uint64_t(*)[8])out, ~0ull) == 0, "%s: wrong result", what);
   device_sim_push_free(buffer, ptr);
   printf("  %s: served after %.1f ms\n", what, (double)waited / 1e6);
 }
@@ -307,7 +307,7 @@ static void never_rung_call(void* buffer, uint64_t salt, const char* what) {
   uint64_t lanes[64][8];
   fill_fc(lanes, salt);
   uint64_t ptr = post_silently(buffer, lanes);
-  HC_REQUIRE(ptr != 0, "pop");
+  DROPIN_REQUIRE_MSG(ptr != 0, "pop");
   finish(buffer, ptr, (const uint64_t(*)[8])lanes, what);
 }
 
@@ -315,8 +315,8 @@ static void test_lost_doorbell(void) {
   /* Blocked waits see only signal operations, never plain memory writes. */
   hsa_sim_set_periodic_recheck(false, 0);
   void* buffer = hc_alloc_buffer(8);
-  HC_REQUIRE(enableHostcalls(buffer, 8, NULL), "enable");
-  HC_CHECK(call_ok(buffer, 1) == 0, "warm-up call");
+  DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
+  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "warm-up call");
   hc_sleep_ms(20); /* let the listener go back to its blocked wait */
   hsa_signal_t doorbell = {device_sim_header(buffer)->doorbell};
 
@@ -329,7 +329,7 @@ static void test_lost_doorbell(void) {
   fill_fc(lanes, 11);
   uint64_t ptr = post_silently(buffer, lanes);
   int64_t* value = hsa_sim_signal_value_ptr(doorbell);
-  HC_REQUIRE(value != NULL, "doorbell value pointer");
+  DROPIN_REQUIRE_MSG(value != NULL, "doorbell value pointer");
   __atomic_add_fetch(value, 1, __ATOMIC_RELEASE);
   finish(buffer, ptr, (const uint64_t(*)[8])lanes, "rung without wake-up");
 
@@ -365,8 +365,8 @@ static void test_lost_doorbell(void) {
 static void test_idle_waits_grow(void) {
   hsa_sim_set_periodic_recheck(false, 0);
   void* buffer = hc_alloc_buffer(8);
-  HC_REQUIRE(enableHostcalls(buffer, 8, NULL), "enable");
-  HC_CHECK(call_ok(buffer, 1) == 0, "warm-up call");
+  DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
+  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "warm-up call");
   /* Silence until the listener asks for its longest idle wait (the bound
    * is a hang detector: with a fixed timeout it never comes). The timeouts
    * it asked for on the way, as the runtime recorded them, must grow by
@@ -385,7 +385,7 @@ static void test_idle_waits_grow(void) {
     n = hsa_sim_recent_wait_timeouts(since, timeouts, 64);
     for (uint64_t k = 0; k < n; ++k) reached |= timeouts[k] >= longest;
   }
-  HC_CHECK(reached, "the listener never asked for a wait of %u ms (%llu waits)",
+  DROPIN_CHECK_MSG(reached, "the listener never asked for a wait of %u ms (%llu waits)",
            (unsigned)AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS, (unsigned long long)n);
   uint64_t idle_waits = 0, previous = 0;
   bool grew = true;
@@ -410,11 +410,11 @@ static void test_idle_waits_grow(void) {
   printf("  %llu idle waits before the longest one; timeouts (us):", (unsigned long long)idle_waits);
   for (uint64_t k = 0; k < n; ++k) printf(" %llu", (unsigned long long)(timeouts[k] / 1000u));
   printf("\n");
-  HC_CHECK(grew && idle_waits >= 1 && idle_waits <= 3,
+  DROPIN_CHECK_MSG(grew && idle_waits >= 1 && idle_waits <= 3,
            "idle waits did not grow %ux from %u ms to %u ms (%llu waits before the longest)",
            (unsigned)AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH, (unsigned)AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS,
            (unsigned)AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS, (unsigned long long)idle_waits);
-  HC_CHECK(AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS * 1000000ull < TIMEOUT_NS,
+  DROPIN_CHECK_MSG(AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS * 1000000ull < TIMEOUT_NS,
            "the test's timeout must cover the longest idle wait");
 
   /* A lost ring after the long silence: served at the next timeout. */
@@ -423,8 +423,8 @@ static void test_idle_waits_grow(void) {
    * the listener makes no further timed-out wait meanwhile. */
   hc_sleep_ms(1500);
   hsa_sim_reset_call_counts();
-  HC_CHECK(call_ok(buffer, 2) == 0, "rung call after a long idle time");
-  HC_CHECK(hsa_sim_call_count("hsa_signal_wait_scacquire") <= 2,
+  DROPIN_CHECK_MSG(call_ok(buffer, 2) == 0, "rung call after a long idle time");
+  DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_signal_wait_scacquire") <= 2,
            "a rung call took %llu blocked waits",
            (unsigned long long)hsa_sim_call_count("hsa_signal_wait_scacquire"));
   disableHostcalls(buffer, NULL);
@@ -446,5 +446,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_ready_stack_cycle);
   HC_RUN(test_index_outside_buffer);
   HC_RUN(test_unknown_service);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -55,58 +55,58 @@ static int32_t packet_nop(void* user, amdgpu_dropin_hostcall_packet_t* packet) {
 }
 
 static void test_api_arguments(void) {
-  HC_CHECK(amdgpu_dropin_hostcall_api_version() == AMDGPU_DROPIN_HOSTCALL_API_VERSION, "version");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_api_version() == AMDGPU_DROPIN_HOSTCALL_API_VERSION, "version");
   for (int32_t s = 0; s <= 7; ++s) {
     const char* text = amdgpu_dropin_hostcall_status_string(s);
-    HC_CHECK(text != NULL && strcmp(text, "unknown status") != 0, "status %d has no text", s);
+    DROPIN_CHECK_MSG(text != NULL && strcmp(text, "unknown status") != 0, "status %d has no text", s);
   }
-  HC_CHECK(strcmp(amdgpu_dropin_hostcall_status_string(-1), "unknown status") == 0, "unknown");
+  DROPIN_CHECK_MSG(strcmp(amdgpu_dropin_hostcall_status_string(-1), "unknown status") == 0, "unknown");
   const uint32_t reserved[] = {0, AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL,
                                AMDGPU_DROPIN_HOSTCALL_SERVICE_PRINTF};
   for (size_t i = 0; i < 3; ++i) {
-    HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(reserved[i], NULL, lane_answer_7, NULL) ==
+    DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_register_lane_handler(reserved[i], NULL, lane_answer_7, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE, "register reserved %u", reserved[i]);
-    HC_CHECK(amdgpu_dropin_hostcall_register_packet_handler(reserved[i], NULL, packet_nop, NULL) ==
+    DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_register_packet_handler(reserved[i], NULL, packet_nop, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE, "register reserved %u", reserved[i]);
-    HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(reserved[i], NULL) ==
+    DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(reserved[i], NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE, "unregister reserved %u", reserved[i]);
   }
-  HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(50, NULL, NULL, NULL) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_register_lane_handler(50, NULL, NULL, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "NULL lane handler");
-  HC_CHECK(amdgpu_dropin_hostcall_register_packet_handler(50, NULL, NULL, NULL) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_register_packet_handler(50, NULL, NULL, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "NULL packet handler");
-  HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(50, (void*)(uintptr_t)0x1003, lane_answer_7,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_register_lane_handler(50, (void*)(uintptr_t)0x1003, lane_answer_7,
                                                         NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "misaligned buffer");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(50, NULL) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(50, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "nothing registered");
-  HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(50, NULL, lane_answer_7, NULL) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_register_lane_handler(50, NULL, lane_answer_7, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_OK, "register");
-  HC_CHECK(amdgpu_dropin_hostcall_register_lane_handler(50, NULL, lane_answer_7, NULL) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_register_lane_handler(50, NULL, lane_answer_7, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED, "double registration");
-  HC_CHECK(amdgpu_dropin_hostcall_register_packet_handler(50, NULL, packet_nop, NULL) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_register_packet_handler(50, NULL, packet_nop, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED, "other kind, same scope");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(51, NULL) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(51, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "other id");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(50, (void*)(uintptr_t)0x1000) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(50, (void*)(uintptr_t)0x1000) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "other scope");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(50, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(50, NULL) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(50, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(50, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "twice");
   uint64_t agent = 1;
-  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 0, &agent, 1) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_devmem_enable(NULL, 0, &agent, 1) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: zero pool");
-  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, NULL, 1) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, NULL, 1) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: NULL agents");
-  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &agent, 0) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &agent, 0) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: no agent");
-  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &agent,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &agent,
                                                 AMDGPU_DROPIN_HOSTCALL_MAX_AGENTS + 1) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: too many agents");
   uint64_t zero_agent = 0;
-  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &zero_agent, 1) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &zero_agent, 1) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "devmem: zero agent handle");
-  HC_CHECK(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &agent, 1) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_devmem_enable(NULL, 5, &agent, 1) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL, "devmem: forged pool handle");
 }
 
@@ -159,10 +159,10 @@ static int check_lane_service(void* user, uint32_t wave, uint32_t call, uint32_t
 
 static void test_lane_handler_under_traffic(void) {
   void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
-  HC_REQUIRE(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
+  DROPIN_REQUIRE_MSG(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
              "enable");
   lane_state_t state = {.buffers = buffers, .buffer_count = 2};
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_LANE, NULL, lane_mix, &state) ==
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_LANE, NULL, lane_mix, &state) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register");
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 2, 4, 200, 42, TIMEOUT_NS);
   config.fill = fill_lane_service;
@@ -170,13 +170,13 @@ static void test_lane_handler_under_traffic(void) {
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
-  HC_CHECK(rc == 0 && result.calls == 800, "waves: %llu calls, %s", (unsigned long long)result.calls,
+  DROPIN_CHECK_MSG(rc == 0 && result.calls == 800, "waves: %llu calls, %s", (unsigned long long)result.calls,
            result.first_failure);
-  HC_CHECK(result.inactive_lane_writes == 0, "inactive lanes written");
-  HC_CHECK(atomic_load(&state.calls) == result.lanes_served, "%llu handler calls for %llu lanes",
+  DROPIN_CHECK_MSG(result.inactive_lane_writes == 0, "inactive lanes written");
+  DROPIN_CHECK_MSG(atomic_load(&state.calls) == result.lanes_served, "%llu handler calls for %llu lanes",
            (unsigned long long)atomic_load(&state.calls), (unsigned long long)result.lanes_served);
-  HC_CHECK(atomic_load(&state.wrong_args) == 0, "handler saw wrong buffer/service/lane");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_LANE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_CHECK_MSG(atomic_load(&state.wrong_args) == 0, "handler saw wrong buffer/service/lane");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SERVICE_LANE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
   hc_disable_and_free(buffers[0]);
   hc_disable_and_free(buffers[1]);
@@ -235,62 +235,62 @@ static int32_t packet_fail(void* user, amdgpu_dropin_hostcall_packet_t* packet) 
 static void test_packet_handler_scopes_and_failures(void) {
   void* a = hc_alloc_buffer(PACKETS);
   void* b = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(hc_enable(a, PACKETS, NULL) && hc_enable(b, PACKETS, NULL), "enable");
   packet_state_t state = {.buffer = a};
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_PACKET, a, packet_count, &state) ==
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_PACKET, a, packet_count, &state) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register on A");
   uint64_t lanes[64][8];
   const uint64_t mask = 0x8000000000000013ull;
-  HC_REQUIRE(call_service(a, SERVICE_PACKET, mask, 100, lanes) == DEVICE_SIM_OK, "call A");
-  HC_CHECK(state.calls == 1 && state.last_mask == mask && !state.bad, "packet handler: %u calls, "
+  DROPIN_REQUIRE_MSG(call_service(a, SERVICE_PACKET, mask, 100, lanes) == DEVICE_SIM_OK, "call A");
+  DROPIN_CHECK_MSG(state.calls == 1 && state.last_mask == mask && !state.bad, "packet handler: %u calls, "
            "mask %llx, bad %d", state.calls, (unsigned long long)state.last_mask, state.bad);
-  HC_CHECK(lanes[0][0] == 4 && lanes[1][1] == 1 && lanes[63][0] == 4 && lanes[63][1] == 63,
+  DROPIN_CHECK_MSG(lanes[0][0] == 4 && lanes[1][1] == 1 && lanes[63][0] == 4 && lanes[63][1] == 63,
            "packet answers");
   /* The device_sim only copies back active lanes; check the buffer itself. */
-  HC_CHECK(lanes[2][0] == 100 + 2 * 8, "inactive lane's words changed on the caller side");
+  DROPIN_CHECK_MSG(lanes[2][0] == 100 + 2 * 8, "inactive lane's words changed on the caller side");
   /* B has no handler: unknown. */
-  HC_REQUIRE(call_service(b, SERVICE_PACKET, 0x3, 200, lanes) == DEVICE_SIM_OK, "call B");
-  HC_CHECK(lanes[0][0] == ERROR_VALUE && lanes[1][0] == ERROR_VALUE && lanes[0][1] == 201,
+  DROPIN_REQUIRE_MSG(call_service(b, SERVICE_PACKET, 0x3, 200, lanes) == DEVICE_SIM_OK, "call B");
+  DROPIN_CHECK_MSG(lanes[0][0] == ERROR_VALUE && lanes[1][0] == ERROR_VALUE && lanes[0][1] == 201,
            "B without handler: %llx", (unsigned long long)lanes[0][0]);
   /* A handler for every buffer: B uses it, A keeps its own. */
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_PACKET, NULL, lane_answer_7, NULL) ==
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_PACKET, NULL, lane_answer_7, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register global");
-  HC_REQUIRE(call_service(b, SERVICE_PACKET, 0x1, 300, lanes) == DEVICE_SIM_OK, "call B");
-  HC_CHECK(lanes[0][0] == 7, "B: global handler");
-  HC_REQUIRE(call_service(a, SERVICE_PACKET, 0x1, 300, lanes) == DEVICE_SIM_OK, "call A");
-  HC_CHECK(lanes[0][0] == 1 && state.calls == 2, "A: own handler first");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_PACKET, a) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_REQUIRE_MSG(call_service(b, SERVICE_PACKET, 0x1, 300, lanes) == DEVICE_SIM_OK, "call B");
+  DROPIN_CHECK_MSG(lanes[0][0] == 7, "B: global handler");
+  DROPIN_REQUIRE_MSG(call_service(a, SERVICE_PACKET, 0x1, 300, lanes) == DEVICE_SIM_OK, "call A");
+  DROPIN_CHECK_MSG(lanes[0][0] == 1 && state.calls == 2, "A: own handler first");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SERVICE_PACKET, a) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister A's");
-  HC_REQUIRE(call_service(a, SERVICE_PACKET, 0x1, 300, lanes) == DEVICE_SIM_OK, "call A");
-  HC_CHECK(lanes[0][0] == 7 && state.calls == 2, "A falls back to the global handler");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_PACKET, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_REQUIRE_MSG(call_service(a, SERVICE_PACKET, 0x1, 300, lanes) == DEVICE_SIM_OK, "call A");
+  DROPIN_CHECK_MSG(lanes[0][0] == 7 && state.calls == 2, "A falls back to the global handler");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SERVICE_PACKET, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister global");
 
   /* Failing handlers: the lane (or every lane) gets the error value. */
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FAILING, NULL, lane_fail_odd, NULL) ==
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FAILING, NULL, lane_fail_odd, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register failing");
-  HC_REQUIRE(call_service(a, SERVICE_FAILING, 0xF, 400, lanes) == DEVICE_SIM_OK, "call failing");
-  HC_CHECK(lanes[0][0] == 0 && lanes[2][0] == 2, "even lanes answered");
-  HC_CHECK(lanes[1][0] == ERROR_VALUE && lanes[3][0] == ERROR_VALUE && lanes[1][1] == 42,
+  DROPIN_REQUIRE_MSG(call_service(a, SERVICE_FAILING, 0xF, 400, lanes) == DEVICE_SIM_OK, "call failing");
+  DROPIN_CHECK_MSG(lanes[0][0] == 0 && lanes[2][0] == 2, "even lanes answered");
+  DROPIN_CHECK_MSG(lanes[1][0] == ERROR_VALUE && lanes[3][0] == ERROR_VALUE && lanes[1][1] == 42,
            "odd lanes failed: %llx %llx", (unsigned long long)lanes[1][0],
            (unsigned long long)lanes[1][1]);
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FAILING, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FAILING, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_FAILING, b, packet_fail, NULL) ==
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_FAILING, b, packet_fail, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register failing packet handler");
-  HC_REQUIRE(call_service(b, SERVICE_FAILING, 0x5, 500, lanes) == DEVICE_SIM_OK, "call");
-  HC_CHECK(lanes[0][0] == ERROR_VALUE && lanes[2][0] == ERROR_VALUE && lanes[2][1] == 43,
+  DROPIN_REQUIRE_MSG(call_service(b, SERVICE_FAILING, 0x5, 500, lanes) == DEVICE_SIM_OK, "call");
+  DROPIN_CHECK_MSG(lanes[0][0] == ERROR_VALUE && lanes[2][0] == ERROR_VALUE && lanes[2][1] == 43,
            "packet failure");
 
   /* Unknown ids keep today's answer; the buffers keep working. */
-  HC_REQUIRE(call_service(a, SERVICE_UNKNOWN, 0x80000001ull, 600, lanes) == DEVICE_SIM_OK, "unknown");
-  HC_CHECK(lanes[0][0] == ERROR_VALUE && lanes[31][0] == ERROR_VALUE && lanes[31][1] == 600 + 31 * 8 + 1,
+  DROPIN_REQUIRE_MSG(call_service(a, SERVICE_UNKNOWN, 0x80000001ull, 600, lanes) == DEVICE_SIM_OK, "unknown");
+  DROPIN_CHECK_MSG(lanes[0][0] == ERROR_VALUE && lanes[31][0] == ERROR_VALUE && lanes[31][1] == 600 + 31 * 8 + 1,
            "unknown id answer");
-  HC_CHECK(device_sim_fc_checked_call(a, ~0ull, 9, TIMEOUT_NS) == 0, "FUNCTION_CALL still served");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(a, ~0ull, 9, TIMEOUT_NS) == 0, "FUNCTION_CALL still served");
 
   /* Disabling B ends B's own registration. */
   hc_disable(b, NULL);
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FAILING, b) ==
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FAILING, b) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED, "B's handler ended with B");
   hc_disable(a, NULL);
   hc_free_buffer(a);
@@ -357,18 +357,18 @@ static int check_churn(void* user, uint32_t wave, uint32_t call, uint32_t servic
 
 static void test_register_unregister_under_traffic(void) {
   void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
-  HC_REQUIRE(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
+  DROPIN_REQUIRE_MSG(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
              "enable");
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 2, 4, 0, 7, TIMEOUT_NS);
   config.fill = fill_churn;
   config.check = check_churn;
   device_sim_waves_t* waves = device_sim_waves_start(&config);
-  HC_REQUIRE(waves != NULL, "start waves");
+  DROPIN_REQUIRE_MSG(waves != NULL, "start waves");
   /* Traffic first (wave threads start slowly under sanitizers): the rounds
    * below should meet calls. The wait is a hang detector. */
   uint64_t deadline = hc_now_ms() + 20000;
   while (atomic_load(&g_churn_wave_calls) < 20 && hc_now_ms() < deadline) hc_sleep_ms(1);
-  HC_CHECK(atomic_load(&g_churn_wave_calls) >= 20, "the waves made %llu calls in 20 s",
+  DROPIN_CHECK_MSG(atomic_load(&g_churn_wave_calls) >= 20, "the waves made %llu calls in 20 s",
            (unsigned long long)atomic_load(&g_churn_wave_calls));
   int served_rounds = 0;
   for (int i = 0; i < CHURN_ROUNDS; ++i) {
@@ -377,14 +377,14 @@ static void test_register_unregister_under_traffic(void) {
     amdgpu_dropin_hostcall_status_t rc =
         (i & 1) ? amdgpu_dropin_hostcall_register_packet_handler(SERVICE_CHURN, scope, churn_packet, round)
                 : amdgpu_dropin_hostcall_register_lane_handler(SERVICE_CHURN, scope, churn_lane, round);
-    HC_CHECK(rc == AMDGPU_DROPIN_HOSTCALL_OK, "round %d: register: %d", i, rc);
+    DROPIN_CHECK_MSG(rc == AMDGPU_DROPIN_HOSTCALL_OK, "round %d: register: %d", i, rc);
     /* Until a call reaches the handler, or 2 ms (the round then sees none). */
     uint64_t round_end = hc_now_ms() + 2;
     for (int spin = 0; atomic_load(&round->calls) == 0 && (spin < 20 || hc_now_ms() < round_end); ++spin) {
       sched_yield();
     }
     rc = amdgpu_dropin_hostcall_unregister_handler(SERVICE_CHURN, scope);
-    HC_CHECK(rc == AMDGPU_DROPIN_HOSTCALL_OK, "round %d: unregister: %d", i, rc);
+    DROPIN_CHECK_MSG(rc == AMDGPU_DROPIN_HOSTCALL_OK, "round %d: unregister: %d", i, rc);
     if (atomic_load(&round->inside) != 0) atomic_fetch_add(&g_churn_violations, 1);
     if (atomic_load(&round->calls) > 0) served_rounds++;
     /* A call after the return would touch freed memory (ASan reports it). */
@@ -393,10 +393,10 @@ static void test_register_unregister_under_traffic(void) {
   device_sim_waves_stop(waves);
   device_sim_waves_result_t result;
   device_sim_waves_join(waves, &result);
-  HC_CHECK(result.errors == 0 && result.mismatches == 0, "waves: %s", result.first_failure);
-  HC_CHECK(atomic_load(&g_churn_violations) == 0, "%d handler calls still running after unregister",
+  DROPIN_CHECK_MSG(result.errors == 0 && result.mismatches == 0, "waves: %s", result.first_failure);
+  DROPIN_CHECK_MSG(atomic_load(&g_churn_violations) == 0, "%d handler calls still running after unregister",
            atomic_load(&g_churn_violations));
-  HC_CHECK(served_rounds > 0, "no round saw a call (%llu calls in total)",
+  DROPIN_CHECK_MSG(served_rounds > 0, "no round saw a call (%llu calls in total)",
            (unsigned long long)result.calls);
   printf("  churn: %d rounds, %d with calls, %llu wave calls\n", CHURN_ROUNDS, served_rounds,
          (unsigned long long)result.calls);
@@ -450,23 +450,23 @@ static int32_t unregister_and_free(void* user, void* buffer, uint32_t service, u
 
 static void test_lane_handler_frees_its_data_after_unregistering(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(hc_enable(buffer, PACKETS, NULL), "enable");
   self_freeing_t* data = calloc(1, sizeof *data);
-  HC_REQUIRE(data != NULL, "calloc");
+  DROPIN_REQUIRE_MSG(data != NULL, "calloc");
   data->answer = 31;
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FREEING, NULL, unregister_and_free,
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FREEING, NULL, unregister_and_free,
                                                           data) == AMDGPU_DROPIN_HOSTCALL_OK,
              "register");
   uint64_t lanes[64][8];
-  HC_REQUIRE(call_service(buffer, SERVICE_FREEING, ~0ull, 1, lanes) == DEVICE_SIM_OK, "call");
-  HC_CHECK(g_freeing_calls_at_free == 1, "%d calls before the free", g_freeing_calls_at_free);
-  HC_CHECK(lanes[0][0] == 31, "lane 0 (the unregistering call) answered: %llu",
+  DROPIN_REQUIRE_MSG(call_service(buffer, SERVICE_FREEING, ~0ull, 1, lanes) == DEVICE_SIM_OK, "call");
+  DROPIN_CHECK_MSG(g_freeing_calls_at_free == 1, "%d calls before the free", g_freeing_calls_at_free);
+  DROPIN_CHECK_MSG(lanes[0][0] == 31, "lane 0 (the unregistering call) answered: %llu",
            (unsigned long long)lanes[0][0]);
   int wrong = 0;
   for (int lane = 1; lane < 64; ++lane) wrong += lanes[lane][0] != ERROR_VALUE;
-  HC_CHECK(wrong == 0, "%d of the 63 lanes after the unregister did not get the error value", wrong);
-  HC_REQUIRE(call_service(buffer, SERVICE_FREEING, 0x3, 1, lanes) == DEVICE_SIM_OK, "call");
-  HC_CHECK(lanes[0][0] == ERROR_VALUE && lanes[1][0] == ERROR_VALUE, "unregistered");
+  DROPIN_CHECK_MSG(wrong == 0, "%d of the 63 lanes after the unregister did not get the error value", wrong);
+  DROPIN_REQUIRE_MSG(call_service(buffer, SERVICE_FREEING, 0x3, 1, lanes) == DEVICE_SIM_OK, "call");
+  DROPIN_CHECK_MSG(lanes[0][0] == ERROR_VALUE && lanes[1][0] == ERROR_VALUE, "unregistered");
   hc_disable_and_free(buffer);
 }
 
@@ -479,33 +479,33 @@ static int32_t unregister_other(void* user, amdgpu_dropin_hostcall_packet_t* pac
 
 static void test_unregister_from_inside(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_SELF, NULL, unregister_self, NULL) ==
+  DROPIN_REQUIRE_MSG(hc_enable(buffer, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_SELF, NULL, unregister_self, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register");
   uint64_t lanes[64][8];
   /* A deadlock would show as a timeout here. */
-  HC_REQUIRE(call_service(buffer, SERVICE_SELF, 0x7, 1, lanes) == DEVICE_SIM_OK, "call");
-  HC_CHECK(g_self_rc == AMDGPU_DROPIN_HOSTCALL_OK, "unregister from inside: %d", g_self_rc);
-  HC_CHECK(g_self_calls == 1, "%d handler calls (want 1: none after the unregister)", g_self_calls);
-  HC_CHECK(lanes[0][0] == 5, "the unregistering call answered its lane");
-  HC_CHECK(lanes[1][0] == ERROR_VALUE && lanes[2][0] == ERROR_VALUE,
+  DROPIN_REQUIRE_MSG(call_service(buffer, SERVICE_SELF, 0x7, 1, lanes) == DEVICE_SIM_OK, "call");
+  DROPIN_CHECK_MSG(g_self_rc == AMDGPU_DROPIN_HOSTCALL_OK, "unregister from inside: %d", g_self_rc);
+  DROPIN_CHECK_MSG(g_self_calls == 1, "%d handler calls (want 1: none after the unregister)", g_self_calls);
+  DROPIN_CHECK_MSG(lanes[0][0] == 5, "the unregistering call answered its lane");
+  DROPIN_CHECK_MSG(lanes[1][0] == ERROR_VALUE && lanes[2][0] == ERROR_VALUE,
            "the lanes after the unregister get the error value (%llu, %llu)",
            (unsigned long long)lanes[1][0], (unsigned long long)lanes[2][0]);
-  HC_REQUIRE(call_service(buffer, SERVICE_SELF, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
-  HC_CHECK(lanes[0][0] == ERROR_VALUE, "unregistered");
+  DROPIN_REQUIRE_MSG(call_service(buffer, SERVICE_SELF, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
+  DROPIN_CHECK_MSG(lanes[0][0] == ERROR_VALUE, "unregistered");
 
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_OTHER, NULL, lane_answer_7, NULL) ==
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_OTHER, NULL, lane_answer_7, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register other");
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_SELF, buffer, unregister_other,
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_SELF, buffer, unregister_other,
                                                             NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
              "register");
-  HC_REQUIRE(call_service(buffer, SERVICE_OTHER, 0x1, 1, lanes) == DEVICE_SIM_OK, "call other");
-  HC_CHECK(lanes[0][0] == 7, "other served");
-  HC_REQUIRE(call_service(buffer, SERVICE_SELF, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
-  HC_CHECK(g_other_rc == AMDGPU_DROPIN_HOSTCALL_OK && lanes[0][0] == 6, "unregister another: %d",
+  DROPIN_REQUIRE_MSG(call_service(buffer, SERVICE_OTHER, 0x1, 1, lanes) == DEVICE_SIM_OK, "call other");
+  DROPIN_CHECK_MSG(lanes[0][0] == 7, "other served");
+  DROPIN_REQUIRE_MSG(call_service(buffer, SERVICE_SELF, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
+  DROPIN_CHECK_MSG(g_other_rc == AMDGPU_DROPIN_HOSTCALL_OK && lanes[0][0] == 6, "unregister another: %d",
            g_other_rc);
-  HC_REQUIRE(call_service(buffer, SERVICE_OTHER, 0x1, 1, lanes) == DEVICE_SIM_OK, "call other");
-  HC_CHECK(lanes[0][0] == ERROR_VALUE, "other unregistered");
+  DROPIN_REQUIRE_MSG(call_service(buffer, SERVICE_OTHER, 0x1, 1, lanes) == DEVICE_SIM_OK, "call other");
+  DROPIN_CHECK_MSG(lanes[0][0] == ERROR_VALUE, "other unregistered");
   hc_disable_and_free(buffer);
 }
 
@@ -543,31 +543,31 @@ static int32_t disable_and_reenable(void* user, amdgpu_dropin_hostcall_packet_t*
  * the test thread afterwards it works (waiting for the listener to leave). */
 static void test_reenable_from_inside_the_buffers_own_handler(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(hc_enable(buffer, PACKETS, NULL), "enable");
   reenable_t r = {.buffer = buffer};
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_REENABLE, NULL, disable_and_reenable,
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_packet_handler(SERVICE_REENABLE, NULL, disable_and_reenable,
                                                             &r) == AMDGPU_DROPIN_HOSTCALL_OK,
              "register");
   uint64_t lanes[64][8];
-  HC_REQUIRE(call_service(buffer, SERVICE_REENABLE, 0x5, 1, lanes) == DEVICE_SIM_OK, "call");
-  HC_CHECK(r.disable_rc == AMDGPU_DROPIN_HOSTCALL_OK, "disable from inside: %d", r.disable_rc);
-  HC_CHECK(r.enable_rc == AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY, "enable from inside: %d (want BUSY)",
+  DROPIN_REQUIRE_MSG(call_service(buffer, SERVICE_REENABLE, 0x5, 1, lanes) == DEVICE_SIM_OK, "call");
+  DROPIN_CHECK_MSG(r.disable_rc == AMDGPU_DROPIN_HOSTCALL_OK, "disable from inside: %d", r.disable_rc);
+  DROPIN_CHECK_MSG(r.enable_rc == AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY, "enable from inside: %d (want BUSY)",
            r.enable_rc);
-  HC_CHECK(!r.seed_enable, "enableHostcalls from inside must be refused");
-  HC_CHECK(lanes[0][0] == 6000 && lanes[2][0] == 6002, "the packet's answer (%llu, %llu)",
+  DROPIN_CHECK_MSG(!r.seed_enable, "enableHostcalls from inside must be refused");
+  DROPIN_CHECK_MSG(lanes[0][0] == 6000 && lanes[2][0] == 6002, "the packet's answer (%llu, %llu)",
            (unsigned long long)lanes[0][0], (unsigned long long)lanes[2][0]);
-  HC_CHECK(r.calls == 1, "%d handler calls for 1 request", r.calls);
-  HC_CHECK(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
+  DROPIN_CHECK_MSG(r.calls == 1, "%d handler calls for 1 request", r.calls);
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
            "the buffer stayed disabled");
-  HC_REQUIRE(amdgpu_dropin_hostcall_unregister_handler(SERVICE_REENABLE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_unregister_handler(SERVICE_REENABLE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
              "unregister");
   /* From outside the handler: enabled again and served. */
-  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "re-enable from the test thread");
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_REENABLE, NULL, lane_answer_7, NULL) ==
+  DROPIN_REQUIRE_MSG(hc_enable(buffer, PACKETS, NULL), "re-enable from the test thread");
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_REENABLE, NULL, lane_answer_7, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register");
-  HC_REQUIRE(call_service(buffer, SERVICE_REENABLE, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
-  HC_CHECK(lanes[0][0] == 7, "served after re-enable: %llu", (unsigned long long)lanes[0][0]);
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_REENABLE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_REQUIRE_MSG(call_service(buffer, SERVICE_REENABLE, 0x1, 1, lanes) == DEVICE_SIM_OK, "call");
+  DROPIN_CHECK_MSG(lanes[0][0] == 7, "served after re-enable: %llu", (unsigned long long)lanes[0][0]);
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SERVICE_REENABLE, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
   hc_disable_and_free(buffer);
 }
@@ -611,19 +611,19 @@ static int child_unregister_after_fork(void) {
 
 static void test_fork_while_a_handler_runs(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FORK, NULL, blocking_lane, NULL) ==
+  DROPIN_REQUIRE_MSG(hc_enable(buffer, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_FORK, NULL, blocking_lane, NULL) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register");
   pthread_t wave;
-  HC_REQUIRE(pthread_create(&wave, NULL, fork_wave, buffer) == 0, "wave thread");
+  DROPIN_REQUIRE_MSG(pthread_create(&wave, NULL, fork_wave, buffer) == 0, "wave thread");
   while (!atomic_load(&g_fork_inside)) sched_yield();
   hc_child_result_t r;
   bool forked = hc_fork_child(child_unregister_after_fork, CHILD_TIMEOUT_MS, &r);
   atomic_store(&g_fork_release, 1);
   pthread_join(wave, NULL);
-  HC_CHECK(forked && r.exited && r.exit_code == 0, "child: %s", hc_child_describe(&r));
-  HC_CHECK(g_fork_answer == 8, "the parent's call completed: %llu", (unsigned long long)g_fork_answer);
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FORK, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
+  DROPIN_CHECK_MSG(forked && r.exited && r.exit_code == 0, "child: %s", hc_child_describe(&r));
+  DROPIN_CHECK_MSG(g_fork_answer == 8, "the parent's call completed: %llu", (unsigned long long)g_fork_answer);
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SERVICE_FORK, NULL) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister in the parent");
   hc_disable_and_free(buffer);
 }
@@ -661,17 +661,17 @@ static int child_sanitizer_default(void) {
 static void test_sanitizer_default(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=0", NULL};
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child("sanitizer_default", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
-  HC_CHECK(hc_contains(r.err, "write of 8 bytes, pc 0xabcdef, workgroup (3, 1, 2)"),
+  DROPIN_REQUIRE_MSG(hc_spawn_child("sanitizer_default", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_CHECK_MSG(hc_contains(r.err, "write of 8 bytes, pc 0xabcdef, workgroup (3, 1, 2)"),
            "decoded report missing; stderr: %s", r.err);
-  HC_CHECK(hc_contains(r.err, "lane 63: address 0x00000070000003f0 id 63"), "lane 63; stderr: %s", r.err);
-  HC_CHECK(hc_contains(r.err, "lane  2: address 0x0000007000000020 id 2"), "lane 2; stderr: %s", r.err);
-  HC_CHECK(hc_contains(r.err, "lane 40: address 0xffffffffffffffff"), "malformed report; stderr: %s",
+  DROPIN_CHECK_MSG(hc_contains(r.err, "lane 63: address 0x00000070000003f0 id 63"), "lane 63; stderr: %s", r.err);
+  DROPIN_CHECK_MSG(hc_contains(r.err, "lane  2: address 0x0000007000000020 id 2"), "lane 2; stderr: %s", r.err);
+  DROPIN_CHECK_MSG(hc_contains(r.err, "lane 40: address 0xffffffffffffffff"), "malformed report; stderr: %s",
            r.err);
   int headers = 0;
   for (const char* p = r.err; (p = strstr(p, "address sanitizer report")) != NULL; ++p) headers++;
-  HC_CHECK(headers == 2, "%d reports printed (want 2: the empty packet prints nothing)", headers);
+  DROPIN_CHECK_MSG(headers == 2, "%d reports printed (want 2: the empty packet prints nothing)", headers);
 }
 
 typedef struct sanitizer_capture {
@@ -690,24 +690,24 @@ static int32_t sanitizer_hook(void* user, amdgpu_dropin_hostcall_packet_t* packe
 
 static void test_sanitizer_hook(void) {
   void* buffer = hc_alloc_buffer(PACKETS);
-  HC_REQUIRE(hc_enable(buffer, PACKETS, NULL), "enable");
+  DROPIN_REQUIRE_MSG(hc_enable(buffer, PACKETS, NULL), "enable");
   static sanitizer_capture_t capture;
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_packet_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER,
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_packet_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER,
                                                             NULL, sanitizer_hook, &capture) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register hook");
   uint64_t address[64] = {0};
   address[1] = 0x1000;
   address[7] = 0x2000;
-  HC_REQUIRE(device_sim_sanitizer_report(buffer, 0x82, address, 0x4444, kWorkgroup, false, true, 2,
+  DROPIN_REQUIRE_MSG(device_sim_sanitizer_report(buffer, 0x82, address, 0x4444, kWorkgroup, false, true, 2,
                                          TIMEOUT_NS) == DEVICE_SIM_OK, "report");
-  HC_CHECK(capture.packets == 1 && capture.mask == 0x82, "one whole packet: %d, %llx", capture.packets,
+  DROPIN_CHECK_MSG(capture.packets == 1 && capture.mask == 0x82, "one whole packet: %d, %llx", capture.packets,
            (unsigned long long)capture.mask);
   uint64_t expect[8];
   device_sim_encode_sanitizer(expect, 0x2000, 0x4444, kWorkgroup, 7, false, true, 2);
-  HC_CHECK(memcmp(capture.slots[7], expect, sizeof(expect)) == 0, "lane 7 words as encoded");
-  HC_CHECK(capture.slots[7][6] == DEVICE_SIM_SANITIZER_RECOVERABLE, "recoverable read");
-  HC_CHECK(capture.slots[0][0] == 0, "inactive lane is zero in the copy");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, NULL) ==
+  DROPIN_CHECK_MSG(memcmp(capture.slots[7], expect, sizeof(expect)) == 0, "lane 7 words as encoded");
+  DROPIN_CHECK_MSG(capture.slots[7][6] == DEVICE_SIM_SANITIZER_RECOVERABLE, "recoverable read");
+  DROPIN_CHECK_MSG(capture.slots[0][0] == 0, "inactive lane is zero in the copy");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, NULL) ==
                AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
   hc_disable_and_free(buffer);
 }
@@ -729,5 +729,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_fork_while_a_handler_runs);
   HC_RUN(test_sanitizer_default);
   HC_RUN(test_sanitizer_hook);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -22,7 +22,7 @@
 
 extern char** environ;
 
-int hc_failures = 0;
+DROPIN_CHECK_DEFINE_FAILURES;
 
 uint64_t hc_now_ms(void) {
   struct timespec ts;

@@ -1,5 +1,4 @@
-/* Small test harness shared by the hostcall tests: checks that report and
- * continue, buffers (plain and guarded), process-level probes (threads, live
+/* Small test harness shared by the hostcall tests: checks (dropin_check.h), buffers (plain and guarded), process-level probes (threads, live
  * signals) and child processes with a timeout and captured stderr. */
 #ifndef AMDGPU_DROPIN_HC_TEST_H
 #define AMDGPU_DROPIN_HC_TEST_H
@@ -9,51 +8,19 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dropin_check.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-extern int hc_failures;
-
-#define HC_CHECK(cond, ...)                                               \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      hc_failures++;                                                      \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-      fflush(stderr);                                                     \
-    }                                                                     \
-  } while (0)
-
-/* Like HC_CHECK but leaves the current test function (returns). */
-#define HC_REQUIRE(cond, ...)       \
-  do {                              \
-    if (!(cond)) {                  \
-      HC_CHECK(cond, __VA_ARGS__);  \
-      return;                       \
-    }                               \
-  } while (0)
-
-/* In a child process case: reports on stderr (which the parent captures) and
- * counts into the case's local `int failures`. */
-#define HC_CHILD_CHECK(cond, ...)                                      \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "CHILD FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fputc('\n', stderr);                                             \
-      failures++;                                                      \
-    }                                                                  \
-  } while (0)
-
 /* Runs one named test function and prints its outcome. */
 #define HC_RUN(fn)                                                                   \
   do {                                                                               \
-    int before_ = hc_failures;                                                       \
+    int before_ = dropin_failures;                                                       \
     uint64_t t0_ = hc_now_ms();                                                      \
     fn();                                                                            \
-    printf("%s %s (%llu ms)\n", hc_failures == before_ ? "ok  " : "FAIL", #fn,      \
+    printf("%s %s (%llu ms)\n", dropin_failures == before_ ? "ok  " : "FAIL", #fn,      \
            (unsigned long long)(hc_now_ms() - t0_));                                 \
     fflush(stdout);                                                                  \
   } while (0)

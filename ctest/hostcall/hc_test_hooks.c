@@ -3,7 +3,7 @@
  *
  * Hook build (HC_TEST_HOOKS): requests with the service id
  * AMDGPU_DROPIN_HOSTCALL_TEST_PANIC_SERVICE panic inside the service. Policy
- * (src/hostcall/service.rs): the panic is caught and logged, the lane gets -1,
+ * (src/hostcall/services/mod.rs): the panic is caught and logged, the lane gets -1,
  * READY is cleared and the listener keeps serving every buffer.
  *
  * Product build: the same id is an unknown service (-1, logged as unknown);
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu_dropin_hostcall.h"
 #include "amdgpu_dropin_hostcall_constants.h"
 #include "device_sim.h"
 #include "hc_test.h"
@@ -25,7 +26,7 @@ static int child_hook_service(void) {
   int failures = 0;
   hc_hsa_init();
   void* buffers[2] = {hc_alloc_buffer(4), hc_alloc_buffer(4)};
-  HC_CHILD_CHECK(enableHostcalls(buffers[0], 4, NULL) && enableHostcalls(buffers[1], 4, NULL),
+  DROPIN_CHECK_INTO(failures, enableHostcalls(buffers[0], 4, NULL) && enableHostcalls(buffers[1], 4, NULL),
                  "enable");
   if (failures) return 1;
   for (int round = 0; round < 3; ++round) {
@@ -35,15 +36,15 @@ static int child_hook_service(void) {
     }
     uint64_t mask = round == 0 ? ~0ull : 0x0F0Full << round;
     int rc = device_sim_hostcall(buffers[round & 1], HOOK_SERVICE, mask, lanes, TIMEOUT_NS);
-    HC_CHILD_CHECK(rc == 0, "round %d: wave left spinning (%s)", round, device_sim_error_string(rc));
+    DROPIN_CHECK_INTO(failures, rc == 0, "round %d: wave left spinning (%s)", round, device_sim_error_string(rc));
     for (uint32_t lane = 0; lane < 64 && rc == 0; ++lane) {
       uint64_t want = (mask & (1ull << lane)) ? AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE : 42;
-      HC_CHILD_CHECK(lanes[lane][0] == want, "round %d lane %u: slot0 %llx", round, lane,
+      DROPIN_CHECK_INTO(failures, lanes[lane][0] == want, "round %d lane %u: slot0 %llx", round, lane,
                      (unsigned long long)lanes[lane][0]);
     }
     /* Both buffers are still served. */
     for (int b = 0; b < 2; ++b) {
-      HC_CHILD_CHECK(device_sim_fc_checked_call(buffers[b], ~0ull, (uint64_t)round, TIMEOUT_NS) == 0,
+      DROPIN_CHECK_INTO(failures, device_sim_fc_checked_call(buffers[b], ~0ull, (uint64_t)round, TIMEOUT_NS) == 0,
                      "buffer %d after round %d", b, round);
     }
   }
@@ -52,7 +53,7 @@ static int child_hook_service(void) {
   device_sim_waves_config_t config = device_sim_waves_config(one, 1, 4, 100, 3, TIMEOUT_NS);
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
-  HC_CHILD_CHECK(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+  DROPIN_CHECK_INTO(failures, device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
   disableHostcalls(buffers[0], NULL);
   disableHostcalls(buffers[1], NULL);
   hc_free_buffer(buffers[0]);
@@ -63,14 +64,14 @@ static int child_hook_service(void) {
 static void test_hook_service(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=1", NULL};
   hc_child_result_t r;
-  HC_REQUIRE(hc_spawn_child("hook_service", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  HC_CHECK(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  DROPIN_REQUIRE_MSG(hc_spawn_child("hook_service", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
   int panicked = hc_count_lines_with_id(r.err, "panicked", HOOK_SERVICE);
   int unknown = hc_count_lines_with_id(r.err, "unknown service id", HOOK_SERVICE);
 #ifdef HC_TEST_HOOKS
-  HC_CHECK(panicked >= 1 && unknown == 0, "hook build: want the panic logged; stderr: %s", r.err);
+  DROPIN_CHECK_MSG(panicked >= 1 && unknown == 0, "hook build: want the panic logged; stderr: %s", r.err);
 #else
-  HC_CHECK(panicked == 0 && unknown == 1, "product build: want an unknown id, no panic; stderr: %s",
+  DROPIN_CHECK_MSG(panicked == 0 && unknown == 1, "product build: want an unknown id, no panic; stderr: %s",
            r.err);
 #endif
 }
@@ -82,5 +83,5 @@ int main(int argc, char** argv) {
   };
   hc_child_main(argc, argv, cases);
   HC_RUN(test_hook_service);
-  return hc_failures == 0 ? 0 : 1;
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -21,6 +21,7 @@
  * (the GPU count comes from $HSA_SIM_GPU_COUNT). Exit 0 pass, 1 failure.
  */
 #define _GNU_SOURCE
+#include "dropin_check.h"
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -29,16 +30,8 @@
 
 #include "iree/hal/drivers/amdgpu/util/libhsa.h"
 
-static int g_failures = 0;
+DROPIN_CHECK_DEFINE_FAILURES;
 
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,      \
-              #cond);                                                       \
-      ++g_failures;                                                         \
-    }                                                                       \
-  } while (0)
 
 /* The entries of this layout, by name (the project's own copy of IREE's
  * table orders, ctest/include/iree/hal/drivers/amdgpu/util/libhsa.h). */
@@ -75,7 +68,7 @@ static bool resolve_table(void* library, const char* library_path) {
     void* symbol = dlsym(library, kEntries[i]);
     if (!symbol) {
       fprintf(stderr, "entry %zu %s: not exported\n", i, kEntries[i]);
-      ++g_failures;
+      ++dropin_failures;
       continue;
     }
     slots[i] = symbol;
@@ -86,63 +79,63 @@ static bool resolve_table(void* library, const char* library_path) {
       fprintf(stderr, "entry %s resolves to %s in %s, not %s\n", kEntries[i],
               info.dli_sname ? info.dli_sname : "?",
               info.dli_fname ? info.dli_fname : "?", library_path);
-      ++g_failures;
+      ++dropin_failures;
     }
     for (size_t j = 0; j < i; ++j) {
       if (slots[j] == symbol) {
         fprintf(stderr, "%s and %s share an address\n", kEntries[i],
                 kEntries[j]);
-        ++g_failures;
+        ++dropin_failures;
       }
     }
   }
-  /* The layout's pinned slots (SPEC 2.2). */
+  /* The layout's pinned slots (docs/iree.md#layouts-shared-with-iree). */
   static const size_t kReserveSlot[] = {0, 32, 33, 34};
-  CHECK((char*)&g_libhsa.hsa_amd_vmem_address_reserve_align -
+  DROPIN_CHECK((char*)&g_libhsa.hsa_amd_vmem_address_reserve_align -
             (char*)&g_libhsa ==
         (ptrdiff_t)(16 + 8 * kReserveSlot[IREE_TEST_LIBHSA_LAYOUT]));
-  CHECK(offsetof(iree_hal_amdgpu_libhsa_t, amd_loader) ==
+  DROPIN_CHECK(offsetof(iree_hal_amdgpu_libhsa_t, amd_loader) ==
         16 + 8 * ENTRY_COUNT);
-  return g_failures == 0;
+  return dropin_failures == 0;
 }
 
 static void check_extension_table(void* library) {
   /* As IREE: the whole v1.03 table into the struct's amd_loader. */
   memset(&g_libhsa.amd_loader, 0xAA, sizeof(g_libhsa.amd_loader));
-  CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
+  DROPIN_CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
              sizeof(g_libhsa.amd_loader), &g_libhsa.amd_loader) ==
         HSA_STATUS_SUCCESS);
   void* entries[7];
   memcpy(entries, &g_libhsa.amd_loader, sizeof(entries));
   for (size_t i = 0; i < 7; ++i) {
-    CHECK(entries[i] != NULL && entries[i] == dlsym(library, kLoaderEntries[i]));
+    DROPIN_CHECK(entries[i] != NULL && entries[i] == dlsym(library, kLoaderEntries[i]));
   }
   /* A v1.00 caller gets 3 entries, nothing past them is written. */
   hsa_ven_amd_loader_1_03_pfn_t partial;
   memset(&partial, 0xAA, sizeof(partial));
-  CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
+  DROPIN_CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
              3 * sizeof(void*), &partial) == HSA_STATUS_SUCCESS);
-  CHECK(memcmp(&partial, &g_libhsa.amd_loader, 3 * sizeof(void*)) == 0);
+  DROPIN_CHECK(memcmp(&partial, &g_libhsa.amd_loader, 3 * sizeof(void*)) == 0);
   const unsigned char* tail = (const unsigned char*)&partial + 3 * sizeof(void*);
-  for (size_t i = 0; i < 4 * sizeof(void*); ++i) CHECK(tail[i] == 0xAA);
+  for (size_t i = 0; i < 4 * sizeof(void*); ++i) DROPIN_CHECK(tail[i] == 0xAA);
   /* ROCr's errors. */
-  CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
+  DROPIN_CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
              0, &partial) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
+  DROPIN_CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
              sizeof(partial), NULL) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 2,
+  DROPIN_CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 2,
              sizeof(partial), &partial) == HSA_STATUS_ERROR);
-  CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_IMAGES, 1,
+  DROPIN_CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_IMAGES, 1,
              sizeof(partial), &partial) == HSA_STATUS_ERROR);
   uint16_t minor = 99;
   bool supported = false;
-  CHECK(CALL(hsa_system_major_extension_supported, HSA_EXTENSION_AMD_LOADER, 1,
+  DROPIN_CHECK(CALL(hsa_system_major_extension_supported, HSA_EXTENSION_AMD_LOADER, 1,
              &minor, &supported) == HSA_STATUS_SUCCESS);
-  CHECK(supported && minor == 0);
-  CHECK(CALL(hsa_system_major_extension_supported, HSA_EXTENSION_AMD_LOADER, 2,
+  DROPIN_CHECK(supported && minor == 0);
+  DROPIN_CHECK(CALL(hsa_system_major_extension_supported, HSA_EXTENSION_AMD_LOADER, 2,
              &minor, &supported) == HSA_STATUS_SUCCESS);
-  CHECK(!supported);
-  CHECK(CALL(hsa_system_major_extension_supported, HSA_EXTENSION_AMD_LOADER, 1,
+  DROPIN_CHECK(!supported);
+  DROPIN_CHECK(CALL(hsa_system_major_extension_supported, HSA_EXTENSION_AMD_LOADER, 1,
              NULL, &supported) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
 
   /* Each loader function answers a defined HSA status: no code object is
@@ -150,36 +143,36 @@ static void check_extension_table(void* library) {
   const hsa_ven_amd_loader_1_03_pfn_t* loader = &g_libhsa.amd_loader;
   int local = 0;
   const void* host = NULL;
-  CHECK(loader->hsa_ven_amd_loader_query_host_address(&local, &host) ==
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_query_host_address(&local, &host) ==
         HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(loader->hsa_ven_amd_loader_query_host_address(NULL, &host) ==
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_query_host_address(NULL, &host) ==
         HSA_STATUS_ERROR_INVALID_ARGUMENT);
   size_t segments = 0;
-  CHECK(loader->hsa_ven_amd_loader_query_segment_descriptors(NULL, &segments) ==
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_query_segment_descriptors(NULL, &segments) ==
         HSA_STATUS_SUCCESS);
-  CHECK(segments == 0);
-  CHECK(loader->hsa_ven_amd_loader_query_segment_descriptors(NULL, NULL) ==
+  DROPIN_CHECK(segments == 0);
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_query_segment_descriptors(NULL, NULL) ==
         HSA_STATUS_ERROR_INVALID_ARGUMENT);
   hsa_ven_amd_loader_segment_descriptor_t descriptor;
   segments = 1;
-  CHECK(loader->hsa_ven_amd_loader_query_segment_descriptors(
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_query_segment_descriptors(
             &descriptor, &segments) == HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
   hsa_executable_t executable = {0};
-  CHECK(loader->hsa_ven_amd_loader_query_executable(&local, &executable) ==
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_query_executable(&local, &executable) ==
         HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(loader->hsa_ven_amd_loader_executable_iterate_loaded_code_objects(
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_executable_iterate_loaded_code_objects(
             executable, NULL, NULL) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
   hsa_loaded_code_object_t code_object = {42};
   uint64_t value = 0;
-  CHECK(loader->hsa_ven_amd_loader_loaded_code_object_get_info(
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_loaded_code_object_get_info(
             code_object, HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_LOAD_BASE,
             &value) == HSA_STATUS_ERROR_INVALID_CODE_OBJECT);
   hsa_code_object_reader_t reader;
-  CHECK(loader->hsa_ven_amd_loader_code_object_reader_create_from_file_with_offset_size(
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_code_object_reader_create_from_file_with_offset_size(
             -1, 0, 16, &reader) == HSA_STATUS_ERROR_INVALID_FILE);
-  CHECK(loader->hsa_ven_amd_loader_code_object_reader_create_from_file_with_offset_size(
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_code_object_reader_create_from_file_with_offset_size(
             0, 0, 0, &reader) == HSA_STATUS_ERROR_INVALID_CODE_OBJECT);
-  CHECK(loader->hsa_ven_amd_loader_iterate_executables(NULL, NULL) ==
+  DROPIN_CHECK(loader->hsa_ven_amd_loader_iterate_executables(NULL, NULL) ==
         HSA_STATUS_ERROR_INVALID_ARGUMENT);
 }
 
@@ -214,58 +207,58 @@ static bool is_uuid(const char* uuid) {
 
 static void check_topology_queries(size_t expected_gpus) {
   agents_t agents = {0};
-  CHECK(CALL(hsa_iterate_agents, collect, &agents) == HSA_STATUS_SUCCESS);
+  DROPIN_CHECK(CALL(hsa_iterate_agents, collect, &agents) == HSA_STATUS_SUCCESS);
   hsa_agent_t cpus[16], gpus[64];
   size_t cpu_count = 0, gpu_count = 0;
   for (size_t i = 0; i < agents.count; ++i) {
     hsa_device_type_t type = HSA_DEVICE_TYPE_DSP;
-    CHECK(CALL(hsa_agent_get_info, agents.all[i], HSA_AGENT_INFO_DEVICE,
+    DROPIN_CHECK(CALL(hsa_agent_get_info, agents.all[i], HSA_AGENT_INFO_DEVICE,
                &type) == HSA_STATUS_SUCCESS);
     if (type == HSA_DEVICE_TYPE_CPU && cpu_count < 16) cpus[cpu_count++] = agents.all[i];
     if (type == HSA_DEVICE_TYPE_GPU && gpu_count < 64) gpus[gpu_count++] = agents.all[i];
   }
-  CHECK(cpu_count >= 1);
-  CHECK(gpu_count == expected_gpus);
+  DROPIN_CHECK(cpu_count >= 1);
+  DROPIN_CHECK(gpu_count == expected_gpus);
   char uuids[64][32];
   uint32_t chip_id_0 = 0;
   char vendor_0[64] = {0}, name_0[64] = {0};
   for (size_t g = 0; g < gpu_count; ++g) {
     /* NEAREST_CPU: one of the CPU agents. */
     hsa_agent_t nearest = {0};
-    CHECK(CALL(hsa_agent_get_info, gpus[g],
+    DROPIN_CHECK(CALL(hsa_agent_get_info, gpus[g],
                (hsa_agent_info_t)HSA_AMD_AGENT_INFO_NEAREST_CPU,
                &nearest) == HSA_STATUS_SUCCESS);
     bool found = false;
     for (size_t c = 0; c < cpu_count; ++c) found |= cpus[c].handle == nearest.handle;
-    CHECK(found);
+    DROPIN_CHECK(found);
     /* Vendor, name and chip id: equal across GPUs (IREE's compatibility). */
     char vendor[64] = {0}, name[64] = {0};
     uint32_t chip_id = 0;
-    CHECK(CALL(hsa_agent_get_info, gpus[g], HSA_AGENT_INFO_VENDOR_NAME,
+    DROPIN_CHECK(CALL(hsa_agent_get_info, gpus[g], HSA_AGENT_INFO_VENDOR_NAME,
                vendor) == HSA_STATUS_SUCCESS);
-    CHECK(CALL(hsa_agent_get_info, gpus[g], HSA_AGENT_INFO_NAME, name) ==
+    DROPIN_CHECK(CALL(hsa_agent_get_info, gpus[g], HSA_AGENT_INFO_NAME, name) ==
           HSA_STATUS_SUCCESS);
-    CHECK(CALL(hsa_agent_get_info, gpus[g],
+    DROPIN_CHECK(CALL(hsa_agent_get_info, gpus[g],
                (hsa_agent_info_t)HSA_AMD_AGENT_INFO_CHIP_ID,
                &chip_id) == HSA_STATUS_SUCCESS);
-    CHECK(chip_id != 0);
+    DROPIN_CHECK(chip_id != 0);
     if (g == 0) {
       chip_id_0 = chip_id;
       memcpy(vendor_0, vendor, sizeof(vendor));
       memcpy(name_0, name, sizeof(name));
     }
-    CHECK(chip_id == chip_id_0 && strcmp(vendor, vendor_0) == 0 &&
+    DROPIN_CHECK(chip_id == chip_id_0 && strcmp(vendor, vendor_0) == 0 &&
           strcmp(name, name_0) == 0);
     /* UUID into IREE's char[32]: ROCr's format, unique. Bytes past the
      * string stay untouched. */
     memset(uuids[g], 0x5A, sizeof(uuids[g]));
-    CHECK(CALL(hsa_agent_get_info, gpus[g],
+    DROPIN_CHECK(CALL(hsa_agent_get_info, gpus[g],
                (hsa_agent_info_t)HSA_AMD_AGENT_INFO_UUID,
                uuids[g]) == HSA_STATUS_SUCCESS);
-    CHECK(memchr(uuids[g], 0, sizeof(uuids[g])) != NULL);
-    CHECK(is_uuid(uuids[g]));
-    CHECK((unsigned char)uuids[g][21] == 0x5A);
-    for (size_t h = 0; h < g; ++h) CHECK(strcmp(uuids[g], uuids[h]) != 0);
+    DROPIN_CHECK(memchr(uuids[g], 0, sizeof(uuids[g])) != NULL);
+    DROPIN_CHECK(is_uuid(uuids[g]));
+    DROPIN_CHECK((unsigned char)uuids[g][21] == 0x5A);
+    for (size_t h = 0; h < g; ++h) DROPIN_CHECK(strcmp(uuids[g], uuids[h]) != 0);
   }
   /* IREE's `GPU-...` device path: find each GPU again by its UUID (compared
    * case-insensitively, as IREE does). */
@@ -276,28 +269,28 @@ static void check_topology_queries(size_t expected_gpus) {
     size_t match = SIZE_MAX;
     for (size_t h = 0; h < gpu_count && match == SIZE_MAX; ++h) {
       char uuid[32];
-      CHECK(CALL(hsa_agent_get_info, gpus[h],
+      DROPIN_CHECK(CALL(hsa_agent_get_info, gpus[h],
                  (hsa_agent_info_t)HSA_AMD_AGENT_INFO_UUID,
                  uuid) == HSA_STATUS_SUCCESS);
       if (strcasecmp(uuid, wanted) == 0) match = h;
     }
-    CHECK(match == g);
+    DROPIN_CHECK(match == g);
   }
   /* CPU agents answer as ROCr's: no UUID, no nearest CPU. */
   char cpu_uuid[32];
-  CHECK(CALL(hsa_agent_get_info, cpus[0],
+  DROPIN_CHECK(CALL(hsa_agent_get_info, cpus[0],
              (hsa_agent_info_t)HSA_AMD_AGENT_INFO_UUID,
              cpu_uuid) == HSA_STATUS_SUCCESS);
-  CHECK(strcmp(cpu_uuid, "CPU-XX") == 0);
+  DROPIN_CHECK(strcmp(cpu_uuid, "CPU-XX") == 0);
   hsa_agent_t none = {1};
-  CHECK(CALL(hsa_agent_get_info, cpus[0],
+  DROPIN_CHECK(CALL(hsa_agent_get_info, cpus[0],
              (hsa_agent_info_t)HSA_AMD_AGENT_INFO_NEAREST_CPU,
              &none) == HSA_STATUS_SUCCESS);
-  CHECK(none.handle == 0);
+  DROPIN_CHECK(none.handle == 0);
   int visited = 0;
-  CHECK(g_libhsa.amd_loader.hsa_ven_amd_loader_iterate_executables(
+  DROPIN_CHECK(g_libhsa.amd_loader.hsa_ven_amd_loader_iterate_executables(
             no_executable_expected, &visited) == HSA_STATUS_SUCCESS);
-  CHECK(visited == 0);
+  DROPIN_CHECK(visited == 0);
 }
 
 int main(int argc, char** argv) {
@@ -316,24 +309,24 @@ int main(int argc, char** argv) {
   if (!resolve_table(library, path)) return 1;
   /* Before hsa_init the extension query is refused, as ROCr's. */
   hsa_ven_amd_loader_1_03_pfn_t early;
-  CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
+  DROPIN_CHECK(CALL(hsa_system_get_major_extension_table, HSA_EXTENSION_AMD_LOADER, 1,
              sizeof(early), &early) == HSA_STATUS_ERROR_NOT_INITIALIZED);
-  CHECK(CALL(hsa_init) == HSA_STATUS_SUCCESS);
+  DROPIN_CHECK(CALL(hsa_init) == HSA_STATUS_SUCCESS);
   g_libhsa.initialized = true;
   check_extension_table(library);
   check_topology_queries(expected_gpus);
   uint16_t major = 0;
-  CHECK(CALL(hsa_system_get_info, HSA_SYSTEM_INFO_VERSION_MAJOR, &major) ==
+  DROPIN_CHECK(CALL(hsa_system_get_info, HSA_SYSTEM_INFO_VERSION_MAJOR, &major) ==
         HSA_STATUS_SUCCESS);
-  CHECK(major != 0);
-  CHECK(CALL(hsa_shut_down) == HSA_STATUS_SUCCESS);
+  DROPIN_CHECK(major != 0);
+  DROPIN_CHECK(CALL(hsa_shut_down) == HSA_STATUS_SUCCESS);
   /* After the last shutdown the loader functions are refused again. */
   size_t segments = 0;
-  CHECK(g_libhsa.amd_loader.hsa_ven_amd_loader_query_segment_descriptors(
+  DROPIN_CHECK(g_libhsa.amd_loader.hsa_ven_amd_loader_query_segment_descriptors(
             NULL, &segments) == HSA_STATUS_ERROR_NOT_INITIALIZED);
   dlclose(library);
-  if (g_failures) {
-    fprintf(stderr, "%d check(s) failed\n", g_failures);
+  if (dropin_failures) {
+    fprintf(stderr, "%d check(s) failed\n", dropin_failures);
     return 1;
   }
   printf("layout %d, %zu GPU(s): %zu entries resolved, loader table and "

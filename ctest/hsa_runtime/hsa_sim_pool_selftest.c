@@ -3,6 +3,7 @@
  * stricter choices, access recording, live counts, fault injection, and the
  * release of leftovers by the last hsa_shut_down. */
 #define _GNU_SOURCE
+#include "dropin_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,15 +11,8 @@
 
 #include "hsa_sim.h"
 
-static int g_failures;
+DROPIN_CHECK_DEFINE_FAILURES;
 
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      g_failures++;                                                            \
-    }                                                                          \
-  } while (0)
 
 typedef struct pools {
   hsa_agent_t cpu, gpu, other_gpu;
@@ -68,77 +62,77 @@ static uint64_t live_blocks(void) {
 int main(void) {
   void* ptr = NULL;
   hsa_amd_memory_pool_t forged = {0x1234};
-  CHECK(hsa_amd_memory_pool_allocate(forged, 4096, 0, &ptr) == HSA_STATUS_ERROR_NOT_INITIALIZED);
-  CHECK(hsa_amd_memory_pool_free(NULL) == HSA_STATUS_ERROR_NOT_INITIALIZED);
-  CHECK(hsa_init() == HSA_STATUS_SUCCESS);
+  DROPIN_CHECK(hsa_amd_memory_pool_allocate(forged, 4096, 0, &ptr) == HSA_STATUS_ERROR_NOT_INITIALIZED);
+  DROPIN_CHECK(hsa_amd_memory_pool_free(NULL) == HSA_STATUS_ERROR_NOT_INITIALIZED);
+  DROPIN_CHECK(hsa_init() == HSA_STATUS_SUCCESS);
   pools_t p;
   memset(&p, 0, sizeof(p));
   hsa_iterate_agents(collect_agent, &p);
   hsa_amd_agent_iterate_memory_pools(p.gpu, collect_gpu_pool, &p);
   hsa_amd_agent_iterate_memory_pools(p.cpu, collect_cpu_pool, &p);
-  CHECK(p.gpu.handle && p.other_gpu.handle && p.vram.handle && p.group.handle && p.cpu_fine.handle);
+  DROPIN_CHECK(p.gpu.handle && p.other_gpu.handle && p.vram.handle && p.group.handle && p.cpu_fine.handle);
 
   /* allocate: arguments (ROCr's checks, then the stricter flag check). */
-  CHECK(hsa_amd_memory_pool_allocate(p.vram, 0, 0, &ptr) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_amd_memory_pool_allocate(p.vram, 4096, 0, NULL) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_amd_memory_pool_allocate(p.vram, 4096, 0x100, &ptr) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_amd_memory_pool_allocate(forged, 4096, 0, &ptr) ==
+  DROPIN_CHECK(hsa_amd_memory_pool_allocate(p.vram, 0, 0, &ptr) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  DROPIN_CHECK(hsa_amd_memory_pool_allocate(p.vram, 4096, 0, NULL) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  DROPIN_CHECK(hsa_amd_memory_pool_allocate(p.vram, 4096, 0x100, &ptr) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  DROPIN_CHECK(hsa_amd_memory_pool_allocate(forged, 4096, 0, &ptr) ==
         (hsa_status_t)HSA_STATUS_ERROR_INVALID_MEMORY_POOL);
-  CHECK(hsa_amd_memory_pool_allocate(p.group, 4096, 0, &ptr) == HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  CHECK(hsa_amd_memory_pool_allocate(p.vram, (size_t)1 << 62, 0, &ptr) ==
+  DROPIN_CHECK(hsa_amd_memory_pool_allocate(p.group, 4096, 0, &ptr) == HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  DROPIN_CHECK(hsa_amd_memory_pool_allocate(p.vram, (size_t)1 << 62, 0, &ptr) ==
         HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  CHECK(live_blocks() == 0);
+  DROPIN_CHECK(live_blocks() == 0);
 
   /* A block: page-rounded, writable, owned by the pool's agent only. */
   void* block = NULL;
-  CHECK(hsa_amd_memory_pool_allocate(p.vram, 100, 0, &block) == HSA_STATUS_SUCCESS && block != NULL);
-  CHECK(live_blocks() == 1);
+  DROPIN_CHECK(hsa_amd_memory_pool_allocate(p.vram, 100, 0, &block) == HSA_STATUS_SUCCESS && block != NULL);
+  DROPIN_CHECK(live_blocks() == 1);
   memset(block, 0x5A, (size_t)sysconf(_SC_PAGESIZE)); /* the whole page is there */
-  CHECK(hsa_sim_pool_block_accessible(block, p.gpu));
-  CHECK(!hsa_sim_pool_block_accessible(block, p.other_gpu));
-  CHECK(!hsa_sim_pool_block_accessible(block, p.cpu));
+  DROPIN_CHECK(hsa_sim_pool_block_accessible(block, p.gpu));
+  DROPIN_CHECK(!hsa_sim_pool_block_accessible(block, p.other_gpu));
+  DROPIN_CHECK(!hsa_sim_pool_block_accessible(block, p.cpu));
 
   /* allow_access: arguments, unknown agents apply nothing, then a grant. */
   hsa_agent_t agents[2] = {p.other_gpu, {0xBAD}};
   uint32_t flags = 0;
-  CHECK(hsa_amd_agents_allow_access(0, agents, NULL, block) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_amd_agents_allow_access(1, NULL, NULL, block) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_amd_agents_allow_access(1, agents, &flags, block) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_amd_agents_allow_access(1, agents, NULL, NULL) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_amd_agents_allow_access(2, agents, NULL, block) == HSA_STATUS_ERROR_INVALID_AGENT);
-  CHECK(!hsa_sim_pool_block_accessible(block, p.other_gpu));
-  CHECK(hsa_amd_agents_allow_access(1, agents, NULL, (char*)block + 64) ==
+  DROPIN_CHECK(hsa_amd_agents_allow_access(0, agents, NULL, block) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  DROPIN_CHECK(hsa_amd_agents_allow_access(1, NULL, NULL, block) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  DROPIN_CHECK(hsa_amd_agents_allow_access(1, agents, &flags, block) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  DROPIN_CHECK(hsa_amd_agents_allow_access(1, agents, NULL, NULL) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  DROPIN_CHECK(hsa_amd_agents_allow_access(2, agents, NULL, block) == HSA_STATUS_ERROR_INVALID_AGENT);
+  DROPIN_CHECK(!hsa_sim_pool_block_accessible(block, p.other_gpu));
+  DROPIN_CHECK(hsa_amd_agents_allow_access(1, agents, NULL, (char*)block + 64) ==
         HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_amd_agents_allow_access(1, agents, NULL, block) == HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_pool_block_accessible(block, p.other_gpu));
-  CHECK(hsa_sim_pool_block_accessible((char*)block + 99, p.other_gpu));
+  DROPIN_CHECK(hsa_amd_agents_allow_access(1, agents, NULL, block) == HSA_STATUS_SUCCESS);
+  DROPIN_CHECK(hsa_sim_pool_block_accessible(block, p.other_gpu));
+  DROPIN_CHECK(hsa_sim_pool_block_accessible((char*)block + 99, p.other_gpu));
 
   /* free: NULL is fine; interior pointers, unknown and double frees are not. */
-  CHECK(hsa_amd_memory_pool_free(NULL) == HSA_STATUS_SUCCESS);
-  CHECK(hsa_amd_memory_pool_free((char*)block + 64) == HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  CHECK(hsa_amd_memory_pool_free(&p) == HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  CHECK(hsa_amd_memory_pool_free(block) == HSA_STATUS_SUCCESS);
-  CHECK(hsa_amd_memory_pool_free(block) == HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  CHECK(!hsa_sim_pool_block_accessible(block, p.gpu));
-  CHECK(live_blocks() == 0);
+  DROPIN_CHECK(hsa_amd_memory_pool_free(NULL) == HSA_STATUS_SUCCESS);
+  DROPIN_CHECK(hsa_amd_memory_pool_free((char*)block + 64) == HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  DROPIN_CHECK(hsa_amd_memory_pool_free(&p) == HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  DROPIN_CHECK(hsa_amd_memory_pool_free(block) == HSA_STATUS_SUCCESS);
+  DROPIN_CHECK(hsa_amd_memory_pool_free(block) == HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  DROPIN_CHECK(!hsa_sim_pool_block_accessible(block, p.gpu));
+  DROPIN_CHECK(live_blocks() == 0);
 
   /* Fault injection: the call does nothing. */
   hsa_sim_fail_nth_call("hsa_amd_memory_pool_allocate", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   ptr = NULL;
-  CHECK(hsa_amd_memory_pool_allocate(p.cpu_fine, 4096, 0, &ptr) == HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK(ptr == NULL && live_blocks() == 0);
+  DROPIN_CHECK(hsa_amd_memory_pool_allocate(p.cpu_fine, 4096, 0, &ptr) == HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  DROPIN_CHECK(ptr == NULL && live_blocks() == 0);
 
   /* The last shutdown releases leftovers and reports them. */
   void* left[3] = {NULL, NULL, NULL};
-  for (int i = 0; i < 3; ++i) CHECK(hsa_amd_memory_pool_allocate(p.cpu_fine, 8192, 0, &left[i]) == 0);
-  CHECK(live_blocks() == 3);
-  CHECK(hsa_shut_down() == HSA_STATUS_SUCCESS);
+  for (int i = 0; i < 3; ++i) DROPIN_CHECK(hsa_amd_memory_pool_allocate(p.cpu_fine, 8192, 0, &left[i]) == 0);
+  DROPIN_CHECK(live_blocks() == 3);
+  DROPIN_CHECK(hsa_shut_down() == HSA_STATUS_SUCCESS);
   hsa_sim_live_t leaked;
   memset(&leaked, 0, sizeof(leaked));
   hsa_sim_get_leaked_at_shutdown(&leaked);
-  CHECK(leaked.pool_allocations == 3);
-  CHECK(live_blocks() == 0);
-  CHECK(hsa_amd_memory_pool_free(left[0]) == HSA_STATUS_ERROR_NOT_INITIALIZED);
-  printf("%s\n", g_failures == 0 ? "hsa_sim_pool_selftest: OK" : "hsa_sim_pool_selftest: FAILED");
-  return g_failures == 0 ? 0 : 1;
+  DROPIN_CHECK(leaked.pool_allocations == 3);
+  DROPIN_CHECK(live_blocks() == 0);
+  DROPIN_CHECK(hsa_amd_memory_pool_free(left[0]) == HSA_STATUS_ERROR_NOT_INITIALIZED);
+  printf("%s\n", dropin_failures == 0 ? "hsa_sim_pool_selftest: OK" : "hsa_sim_pool_selftest: FAILED");
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -3,6 +3,7 @@
  * (each group is a separate ctest test and a separate process, so the
  * runtime starts fresh).
  */
+#include "dropin_check.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -24,24 +25,14 @@
  * write through another. A compiler barrier between them keeps program order. */
 static inline void alias_barrier(void) { atomic_signal_fence(memory_order_seq_cst); }
 
-static int g_failures;
+DROPIN_CHECK_DEFINE_FAILURES;
 
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++g_failures;                                                        \
-    }                                                                      \
-  } while (0)
 
-#define CHECK_STATUS(expr, expected)                                        \
-  do {                                                                      \
-    hsa_status_t s_ = (expr);                                               \
-    if (s_ != (hsa_status_t)(expected)) {                                   \
-      fprintf(stderr, "%s:%d: %s returned 0x%x, expected 0x%x\n", __FILE__, \
-              __LINE__, #expr, (unsigned)s_, (unsigned)(expected));         \
-      ++g_failures;                                                         \
-    }                                                                       \
+#define CHECK_STATUS(expr, expected)                                                  \
+  do {                                                                                \
+    hsa_status_t s_ = (expr);                                                         \
+    DROPIN_CHECK_MSG(s_ == (hsa_status_t)(expected), "%s returned 0x%x, expected 0x%x", \
+                     #expr, (unsigned)s_, (unsigned)(expected));                      \
   } while (0)
 
 #define KIB(x) ((size_t)(x) << 10)
@@ -67,10 +58,10 @@ static void sleep_ms(unsigned ms) {
 static void check_live_zero(void) {
   hsa_sim_live_t live;
   hsa_sim_get_live(&live);
-  CHECK(live.reservations == 0);
-  CHECK(live.handles == 0);
-  CHECK(live.mappings == 0);
-  CHECK(live.signals == 0);
+  DROPIN_CHECK(live.reservations == 0);
+  DROPIN_CHECK(live.handles == 0);
+  DROPIN_CHECK(live.mappings == 0);
+  DROPIN_CHECK(live.signals == 0);
 }
 
 /* ---- Agent/pool helpers ----------------------------------------------------- */
@@ -146,7 +137,7 @@ static void test_init(void) {
   const char* text = NULL;
   CHECK_STATUS(hsa_status_string(HSA_STATUS_ERROR_OUT_OF_RESOURCES, &text),
                HSA_STATUS_SUCCESS);
-  CHECK(text != NULL && strncmp(text, "HSA_STATUS_ERROR_OUT_OF_RESOURCES", 33) == 0);
+  DROPIN_CHECK(text != NULL && strncmp(text, "HSA_STATUS_ERROR_OUT_OF_RESOURCES", 33) == 0);
   CHECK_STATUS(hsa_status_string((hsa_status_t)0x7777, &text),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_status_string(HSA_STATUS_SUCCESS, NULL),
@@ -171,19 +162,19 @@ static void test_init(void) {
   CHECK_STATUS(hsa_sim_configure(&cfg), HSA_STATUS_ERROR_INVALID_RUNTIME_STATE);
   n = 0;
   CHECK_STATUS(hsa_iterate_agents(count_only, &n), HSA_STATUS_SUCCESS);
-  CHECK(n == 2);
+  DROPIN_CHECK(n == 2);
   CHECK_STATUS(hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &freq),
                HSA_STATUS_SUCCESS);
-  CHECK(freq == 1000000000ull);
+  DROPIN_CHECK(freq == 1000000000ull);
   uint64_t t1 = 0, t2 = 0;
   CHECK_STATUS(hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &t1), HSA_STATUS_SUCCESS);
   sleep_ms(2);
   CHECK_STATUS(hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &t2), HSA_STATUS_SUCCESS);
-  CHECK(t2 >= t1 + 2000000ull);
+  DROPIN_CHECK(t2 >= t1 + 2000000ull);
   uint16_t major = 0;
   CHECK_STATUS(hsa_system_get_info(HSA_SYSTEM_INFO_VERSION_MAJOR, &major),
                HSA_STATUS_SUCCESS);
-  CHECK(major == 1);
+  DROPIN_CHECK(major == 1);
   CHECK_STATUS(hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, NULL),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_system_get_info((hsa_system_info_t)0x7777, &t1),
@@ -200,10 +191,10 @@ static void test_init(void) {
   CHECK_STATUS(hsa_shut_down(), HSA_STATUS_SUCCESS);
   hsa_sim_live_t leaked;
   hsa_sim_get_leaked_at_shutdown(&leaked);
-  CHECK(leaked.signals == 1 && leaked.reservations == 1 && leaked.handles == 0 &&
+  DROPIN_CHECK(leaked.signals == 1 && leaked.reservations == 1 && leaked.handles == 0 &&
         leaked.mappings == 0);
   check_live_zero();
-  CHECK(hsa_signal_load_relaxed(sig) == 0); /* the handle died with the runtime */
+  DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 0); /* the handle died with the runtime */
   CHECK_STATUS(hsa_shut_down(), HSA_STATUS_ERROR_NOT_INITIALIZED);
   CHECK_STATUS(hsa_iterate_agents(count_only, &n), HSA_STATUS_ERROR_NOT_INITIALIZED);
 
@@ -211,10 +202,10 @@ static void test_init(void) {
   CHECK_STATUS(hsa_init(), HSA_STATUS_SUCCESS);
   n = 0;
   CHECK_STATUS(hsa_iterate_agents(count_only, &n), HSA_STATUS_SUCCESS);
-  CHECK(n == 2);
+  DROPIN_CHECK(n == 2);
   CHECK_STATUS(hsa_shut_down(), HSA_STATUS_SUCCESS);
   hsa_sim_get_leaked_at_shutdown(&leaked);
-  CHECK(leaked.signals == 0 && leaked.reservations == 0);
+  DROPIN_CHECK(leaked.signals == 0 && leaked.reservations == 0);
 }
 
 /* ---- agents --------------------------------------------------------------------- */
@@ -224,30 +215,30 @@ static void test_agents(void) {
   setenv("HSA_SIM_GPU_COUNT", "5", 1);
   hsa_sim_config_t cfg;
   hsa_sim_config_default(&cfg);
-  CHECK(cfg.gpu_count == 5);
+  DROPIN_CHECK(cfg.gpu_count == 5);
   setenv("HSA_SIM_GPU_COUNT", "junk", 1);
   hsa_sim_config_default(&cfg);
-  CHECK(cfg.gpu_count == 2);
+  DROPIN_CHECK(cfg.gpu_count == 2);
   setenv("HSA_SIM_GPU_COUNT", "4", 1);
 
   CHECK_STATUS(hsa_init(), HSA_STATUS_SUCCESS);
   agent_list_t list = get_agents();
-  CHECK(list.count == 5);
+  DROPIN_CHECK(list.count == 5);
   for (uint32_t i = 0; i < list.count; ++i) {
     hsa_device_type_t type = HSA_DEVICE_TYPE_DSP;
     CHECK_STATUS(hsa_agent_get_info(list.agents[i], HSA_AGENT_INFO_DEVICE, &type),
                  HSA_STATUS_SUCCESS);
-    CHECK(type == (i == 0 ? HSA_DEVICE_TYPE_CPU : HSA_DEVICE_TYPE_GPU));
+    DROPIN_CHECK(type == (i == 0 ? HSA_DEVICE_TYPE_CPU : HSA_DEVICE_TYPE_GPU));
     char name[64];
     memset(name, 'x', sizeof(name));
     CHECK_STATUS(hsa_agent_get_info(list.agents[i], HSA_AGENT_INFO_NAME, name),
                  HSA_STATUS_SUCCESS);
-    CHECK(memchr(name, '\0', sizeof(name)) != NULL && strlen(name) > 0);
+    DROPIN_CHECK(memchr(name, '\0', sizeof(name)) != NULL && strlen(name) > 0);
     uint32_t node = 99;
     CHECK_STATUS(hsa_agent_get_info(list.agents[i], HSA_AGENT_INFO_NODE, &node),
                  HSA_STATUS_SUCCESS);
-    CHECK(node == i);
-    for (uint32_t j = 0; j < i; ++j) CHECK(list.agents[i].handle != list.agents[j].handle);
+    DROPIN_CHECK(node == i);
+    for (uint32_t j = 0; j < i; ++j) DROPIN_CHECK(list.agents[i].handle != list.agents[j].handle);
   }
   /* INFO_BREAK stops the iteration and is returned. */
   agent_list_t partial;
@@ -255,14 +246,14 @@ static void test_agents(void) {
   partial.stop_at = 2;
   partial.stop_status = HSA_STATUS_INFO_BREAK;
   CHECK_STATUS(hsa_iterate_agents(collect_agent, &partial), HSA_STATUS_INFO_BREAK);
-  CHECK(partial.count == 2);
+  DROPIN_CHECK(partial.count == 2);
   /* So does an error. */
   memset(&partial, 0, sizeof(partial));
   partial.stop_at = 3;
   partial.stop_status = HSA_STATUS_ERROR_OUT_OF_RESOURCES;
   CHECK_STATUS(hsa_iterate_agents(collect_agent, &partial),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK(partial.count == 3);
+  DROPIN_CHECK(partial.count == 3);
   CHECK_STATUS(hsa_iterate_agents(NULL, NULL), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 
   hsa_device_type_t type;
@@ -313,49 +304,49 @@ static void test_pools(void) {
   CHECK_STATUS(hsa_sim_configure(&cfg), HSA_STATUS_SUCCESS);
   CHECK_STATUS(hsa_init(), HSA_STATUS_SUCCESS);
   agent_list_t agents = get_agents();
-  CHECK(agents.count == 2);
+  DROPIN_CHECK(agents.count == 2);
   for (uint32_t a = 0; a < agents.count; ++a) {
     pool_list_t pools = get_pools(agents.agents[a]);
     const hsa_sim_pool_desc_t* descs = a == 0 ? cfg.cpu_pools : cfg.gpu_pools;
-    CHECK(pools.count == (a == 0 ? cfg.cpu_pool_count : cfg.gpu_pool_count));
+    DROPIN_CHECK(pools.count == (a == 0 ? cfg.cpu_pool_count : cfg.gpu_pool_count));
     for (uint32_t p = 0; p < pools.count; ++p) {
       uint64_t v;
       /* Sizes as in ROCr: enums/flags 4 bytes, sizes 8, bool 1 (the value
        * may have leading zero bytes, so compare "at most"). */
-      CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &v) <= 4);
-      CHECK(v == descs[p].segment);
-      CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &v) <= 4);
-      CHECK(v == descs[p].global_flags);
-      CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_SIZE, &v) <= 8);
-      CHECK(v == descs[p].size);
-      CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &v) == 1);
-      CHECK(v == (descs[p].alloc_allowed ? 1u : 0u));
-      CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE, &v) <= 8);
-      CHECK(v == descs[p].alloc_granule);
-      CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT, &v) <= 8);
-      CHECK(v == descs[p].alignment);
-      CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE, &v) <= 8);
-      CHECK(v == descs[p].rec_granule);
+      DROPIN_CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &v) <= 4);
+      DROPIN_CHECK(v == descs[p].segment);
+      DROPIN_CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &v) <= 4);
+      DROPIN_CHECK(v == descs[p].global_flags);
+      DROPIN_CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_SIZE, &v) <= 8);
+      DROPIN_CHECK(v == descs[p].size);
+      DROPIN_CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &v) == 1);
+      DROPIN_CHECK(v == (descs[p].alloc_allowed ? 1u : 0u));
+      DROPIN_CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE, &v) <= 8);
+      DROPIN_CHECK(v == descs[p].alloc_granule);
+      DROPIN_CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT, &v) <= 8);
+      DROPIN_CHECK(v == descs[p].alignment);
+      DROPIN_CHECK(pool_info_width(pools.pools[p], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE, &v) <= 8);
+      DROPIN_CHECK(v == descs[p].rec_granule);
     }
     if (a == 1) {
       /* Exact full-width writes: SIZE writes all 8 bytes of a size_t. */
       size_t size = 0;
       CHECK_STATUS(hsa_amd_memory_pool_get_info(pools.pools[0], HSA_AMD_MEMORY_POOL_INFO_SIZE, &size),
                    HSA_STATUS_SUCCESS);
-      CHECK(size == cfg.gpu_pools[0].size);
+      DROPIN_CHECK(size == cfg.gpu_pools[0].size);
       uint32_t segment = 99;
       CHECK_STATUS(hsa_amd_memory_pool_get_info(pools.pools[3], HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment),
                    HSA_STATUS_SUCCESS);
-      CHECK(segment == HSA_AMD_SEGMENT_GROUP);
+      DROPIN_CHECK(segment == HSA_AMD_SEGMENT_GROUP);
       hsa_amd_memory_pool_access_t access = HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED;
       CHECK_STATUS(hsa_amd_agent_memory_pool_get_info(agents.agents[1], pools.pools[0],
                                                       HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS, &access),
                    HSA_STATUS_SUCCESS);
-      CHECK(access == HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT);
+      DROPIN_CHECK(access == HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT);
       CHECK_STATUS(hsa_amd_agent_memory_pool_get_info(agents.agents[0], pools.pools[0],
                                                       HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS, &access),
                    HSA_STATUS_SUCCESS);
-      CHECK(access == HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED);
+      DROPIN_CHECK(access == HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED);
 
       /* Iteration: INFO_BREAK and errors stop it and are returned. */
       pool_list_t partial;
@@ -364,13 +355,13 @@ static void test_pools(void) {
       partial.stop_status = HSA_STATUS_INFO_BREAK;
       CHECK_STATUS(hsa_amd_agent_iterate_memory_pools(agents.agents[1], collect_pool, &partial),
                    HSA_STATUS_INFO_BREAK);
-      CHECK(partial.count == 2);
+      DROPIN_CHECK(partial.count == 2);
       memset(&partial, 0, sizeof(partial));
       partial.stop_at = 1;
       partial.stop_status = HSA_STATUS_ERROR_INVALID_ALLOCATION;
       CHECK_STATUS(hsa_amd_agent_iterate_memory_pools(agents.agents[1], collect_pool, &partial),
                    HSA_STATUS_ERROR_INVALID_ALLOCATION);
-      CHECK(partial.count == 1);
+      DROPIN_CHECK(partial.count == 1);
 
       /* Bad arguments. */
       CHECK_STATUS(hsa_amd_memory_pool_get_info(pools.pools[0], (hsa_amd_memory_pool_info_t)3, &size),
@@ -440,11 +431,11 @@ static void test_vmem(void) {
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_amd_vmem_address_reserve_align(&va, cap, 0, 0, 1),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(va == NULL);
+  DROPIN_CHECK(va == NULL);
   void* big = NULL;
   CHECK_STATUS(hsa_amd_vmem_address_reserve_align(&big, cap, 0, (uint64_t)2 << 20, 0),
                HSA_STATUS_SUCCESS);
-  CHECK(((uintptr_t)big & ((2u << 20) - 1)) == 0);
+  DROPIN_CHECK(((uintptr_t)big & ((2u << 20) - 1)) == 0);
   CHECK_STATUS(hsa_amd_vmem_address_free(big, cap + KIB(4)), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_amd_vmem_address_free((char*)big + KIB(4), cap - KIB(4)),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -476,7 +467,7 @@ static void test_vmem(void) {
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_amd_vmem_handle_create(s.gpu_coarse, (size_t)1 << 62, MEMORY_TYPE_NONE, 0, &h),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES); /* larger than the pool */
-  CHECK(h.handle == sentinel.handle);
+  DROPIN_CHECK(h.handle == sentinel.handle);
   hsa_amd_vmem_alloc_handle_t pinned;
   CHECK_STATUS(hsa_amd_vmem_handle_create(s.cpu_fine, cap, MEMORY_TYPE_PINNED, 0, &pinned),
                HSA_STATUS_SUCCESS);
@@ -485,7 +476,7 @@ static void test_vmem(void) {
 
   /* A ring: reserve 3 x cap, map one handle three times. */
   CHECK_STATUS(hsa_amd_vmem_address_reserve_align(&va, 3 * cap, 0, cap, 0), HSA_STATUS_SUCCESS);
-  CHECK(((uintptr_t)va % cap) == 0);
+  DROPIN_CHECK(((uintptr_t)va % cap) == 0);
   CHECK_STATUS(hsa_amd_vmem_handle_create(s.gpu_coarse, cap, MEMORY_TYPE_NONE, 0, &h),
                HSA_STATUS_SUCCESS);
   char* base = va;
@@ -518,7 +509,7 @@ static void test_vmem(void) {
 
   hsa_sim_live_t live;
   hsa_sim_get_live(&live);
-  CHECK(live.reservations == 2 && live.handles == 2 && live.mappings == 5);
+  DROPIN_CHECK(live.reservations == 2 && live.handles == 2 && live.mappings == 5);
 
   /* Access for the CPU on every view, then check aliasing. */
   hsa_amd_memory_access_desc_t desc[2] = {{HSA_ACCESS_PERMISSION_RW, s.cpu},
@@ -531,21 +522,21 @@ static void test_vmem(void) {
   for (size_t i = 0; i < cap; i += 64) base[i] = (char)(i / 64 + 1);
   alias_barrier();
   for (size_t i = 0; i < cap; i += 64) {
-    CHECK(base[cap + i] == (char)(i / 64 + 1));
-    CHECK(base[2 * cap + i] == (char)(i / 64 + 1));
+    DROPIN_CHECK(base[cap + i] == (char)(i / 64 + 1));
+    DROPIN_CHECK(base[2 * cap + i] == (char)(i / 64 + 1));
   }
   /* A write across the end of the middle view lands at the start of the
    * ring, as seen through the first and the last view. */
   memcpy(base + 2 * cap - 8, "0123456789abcdef", 16);
   alias_barrier();
-  CHECK(memcmp(base + cap - 8, "01234567", 8) == 0);
-  CHECK(memcmp(base, "89abcdef", 8) == 0);
-  CHECK(memcmp(base + cap, "89abcdef", 8) == 0);
+  DROPIN_CHECK(memcmp(base + cap - 8, "01234567", 8) == 0);
+  DROPIN_CHECK(memcmp(base, "89abcdef", 8) == 0);
+  DROPIN_CHECK(memcmp(base + cap, "89abcdef", 8) == 0);
   /* Offset mapping aliases the right half. */
   memcpy(base2 + cap, "lower", 6);
   memcpy(base2, "upper", 6);
   alias_barrier();
-  CHECK(memcmp(base2, "upper", 6) == 0 && memcmp(base2 + cap, "lower", 6) == 0);
+  DROPIN_CHECK(memcmp(base2, "upper", 6) == 0 && memcmp(base2 + cap, "lower", 6) == 0);
 
   /* Teardown ordering rules. */
   CHECK_STATUS(hsa_amd_vmem_handle_release(h), HSA_STATUS_ERROR_RESOURCE_FREE);
@@ -567,7 +558,7 @@ static void test_vmem(void) {
   CHECK_STATUS(hsa_shut_down(), HSA_STATUS_SUCCESS);
   hsa_sim_live_t leaked;
   hsa_sim_get_leaked_at_shutdown(&leaked);
-  CHECK(leaked.reservations == 0 && leaked.handles == 0 && leaked.mappings == 0);
+  DROPIN_CHECK(leaked.reservations == 0 && leaked.handles == 0 && leaked.mappings == 0);
 }
 
 /* ---- access (enforced with mprotect; faults checked in a child) -------------- */
@@ -599,7 +590,7 @@ static bool faults(volatile char* p, int what) {
   }
   int status = 0;
   if (pid < 0 || waitpid(pid, &status, 0) != pid) {
-    CHECK(!"fork/waitpid failed");
+    DROPIN_CHECK(!"fork/waitpid failed");
     return false;
   }
   if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS;
@@ -617,12 +608,12 @@ static void test_access(void) {
                HSA_STATUS_SUCCESS);
   char* p = va;
   /* Reserved, not mapped: no access. */
-  CHECK(faults(p, PROBE_READ));
+  DROPIN_CHECK(faults(p, PROBE_READ));
   CHECK_STATUS(hsa_amd_vmem_map(p, cap, 0, h, 0), HSA_STATUS_SUCCESS);
   CHECK_STATUS(hsa_amd_vmem_map(p + cap, cap, 0, h, 0), HSA_STATUS_SUCCESS);
   /* Mapped, no set_access yet: no access. */
-  CHECK(faults(p, PROBE_WRITE));
-  CHECK(faults(p, PROBE_READ));
+  DROPIN_CHECK(faults(p, PROBE_WRITE));
+  DROPIN_CHECK(faults(p, PROBE_READ));
 
   /* Bad set_access calls change nothing. */
   hsa_amd_memory_access_desc_t good_then_bad[2] = {{HSA_ACCESS_PERMISSION_RW, s.cpu},
@@ -636,42 +627,42 @@ static void test_access(void) {
   CHECK_STATUS(hsa_amd_vmem_set_access(p, 2 * cap, good_then_bad, 1), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_amd_vmem_set_access(p + KIB(4), KIB(4), good_then_bad, 1),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(faults(p, PROBE_WRITE));
+  DROPIN_CHECK(faults(p, PROBE_WRITE));
 
   /* GPU-only access: the CPU still cannot touch it; the grant is recorded. */
   hsa_amd_memory_access_desc_t gpu_rw = {HSA_ACCESS_PERMISSION_RW, s.gpu};
   CHECK_STATUS(hsa_amd_vmem_set_access(p, cap, &gpu_rw, 1), HSA_STATUS_SUCCESS);
-  CHECK(faults(p, PROBE_READ));
+  DROPIN_CHECK(faults(p, PROBE_READ));
   hsa_access_permission_t perm = HSA_ACCESS_PERMISSION_NONE;
   CHECK_STATUS(hsa_amd_vmem_get_access(p, &perm, s.gpu), HSA_STATUS_SUCCESS);
-  CHECK(perm == HSA_ACCESS_PERMISSION_RW);
+  DROPIN_CHECK(perm == HSA_ACCESS_PERMISSION_RW);
   CHECK_STATUS(hsa_amd_vmem_get_access(p, &perm, s.cpu), HSA_STATUS_SUCCESS);
-  CHECK(perm == HSA_ACCESS_PERMISSION_NONE);
+  DROPIN_CHECK(perm == HSA_ACCESS_PERMISSION_NONE);
 
   /* CPU read-only on the second view: reads work, writes fault. */
   hsa_amd_memory_access_desc_t cpu_ro = {HSA_ACCESS_PERMISSION_RO, s.cpu};
   CHECK_STATUS(hsa_amd_vmem_set_access(p + cap, cap, &cpu_ro, 1), HSA_STATUS_SUCCESS);
-  CHECK(!faults(p + cap, PROBE_READ));
-  CHECK(faults(p + cap, PROBE_WRITE));
+  DROPIN_CHECK(!faults(p + cap, PROBE_READ));
+  DROPIN_CHECK(faults(p + cap, PROBE_WRITE));
   /* CPU read-write on the first view: a write there is visible in the
    * read-only second view. */
   hsa_amd_memory_access_desc_t cpu_rw = {HSA_ACCESS_PERMISSION_RW, s.cpu};
   CHECK_STATUS(hsa_amd_vmem_set_access(p, cap, &cpu_rw, 1), HSA_STATUS_SUCCESS);
-  CHECK(!faults(p, PROBE_WRITE));
+  DROPIN_CHECK(!faults(p, PROBE_WRITE));
   p[100] = 'z';
   alias_barrier();
-  CHECK(p[cap + 100] == 'z');
+  DROPIN_CHECK(p[cap + 100] == 'z');
   /* WO is applied as read-write on the CPU (documented). */
   hsa_amd_memory_access_desc_t cpu_wo = {HSA_ACCESS_PERMISSION_WO, s.cpu};
   CHECK_STATUS(hsa_amd_vmem_set_access(p + cap, cap, &cpu_wo, 1), HSA_STATUS_SUCCESS);
-  CHECK(!faults(p + cap, PROBE_WRITE));
+  DROPIN_CHECK(!faults(p + cap, PROBE_WRITE));
   /* NONE takes it away again. */
   hsa_amd_memory_access_desc_t cpu_none = {HSA_ACCESS_PERMISSION_NONE, s.cpu};
   CHECK_STATUS(hsa_amd_vmem_set_access(p, cap, &cpu_none, 1), HSA_STATUS_SUCCESS);
-  CHECK(faults(p, PROBE_READ));
+  DROPIN_CHECK(faults(p, PROBE_READ));
   /* Unmapping restores the inaccessible reservation. */
   CHECK_STATUS(hsa_amd_vmem_unmap(p + cap, cap), HSA_STATUS_SUCCESS);
-  CHECK(faults(p + cap, PROBE_READ));
+  DROPIN_CHECK(faults(p + cap, PROBE_READ));
   CHECK_STATUS(hsa_amd_vmem_get_access(p + cap, &perm, s.cpu), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_amd_vmem_unmap(p, cap), HSA_STATUS_SUCCESS);
   CHECK_STATUS(hsa_amd_vmem_handle_release(h), HSA_STATUS_SUCCESS);
@@ -689,7 +680,7 @@ static void test_faults(void) {
   int n = 0;
   CHECK_STATUS(hsa_iterate_agents(count_only, &n), HSA_STATUS_ERROR_NOT_INITIALIZED);
   CHECK_STATUS(hsa_init(), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_call_count("hsa_init") == 2);
+  DROPIN_CHECK(hsa_sim_call_count("hsa_init") == 2);
   sys_t s = sys_get();
   const size_t cap = KIB(64);
 
@@ -699,7 +690,7 @@ static void test_faults(void) {
   hsa_sim_fail_nth_call("hsa_amd_vmem_handle_create", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   CHECK_STATUS(hsa_amd_vmem_handle_create(s.gpu_coarse, cap, MEMORY_TYPE_NONE, 0, &h),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK(h.handle == 0x5e5e); /* no output written */
+  DROPIN_CHECK(h.handle == 0x5e5e); /* no output written */
   CHECK_STATUS(hsa_amd_vmem_handle_create(s.gpu_coarse, cap, MEMORY_TYPE_NONE, 0, &h),
                HSA_STATUS_SUCCESS);
 
@@ -711,9 +702,9 @@ static void test_faults(void) {
   CHECK_STATUS(hsa_amd_vmem_map(base + cap, cap, 0, h, 0), HSA_STATUS_ERROR_INVALID_ALLOCATION);
   hsa_sim_live_t live;
   hsa_sim_get_live(&live);
-  CHECK(live.mappings == 1);
+  DROPIN_CHECK(live.mappings == 1);
   CHECK_STATUS(hsa_amd_vmem_map(base + cap, cap, 0, h, 0), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_call_count("hsa_amd_vmem_map") == before + 3);
+  DROPIN_CHECK(hsa_sim_call_count("hsa_amd_vmem_map") == before + 3);
 
   /* nth == 0 disarms; clear_faults disarms everything. */
   hsa_sim_fail_nth_call("hsa_amd_vmem_unmap", 1, HSA_STATUS_ERROR);
@@ -730,7 +721,7 @@ static void test_faults(void) {
   hsa_sim_fail_nth_call("hsa_amd_vmem_address_free", 1, HSA_STATUS_ERROR);
   CHECK_STATUS(hsa_amd_vmem_address_free(va, 3 * cap), HSA_STATUS_ERROR);
   hsa_sim_get_live(&live);
-  CHECK(live.handles == 1 && live.reservations == 1);
+  DROPIN_CHECK(live.handles == 1 && live.reservations == 1);
   CHECK_STATUS(hsa_amd_vmem_handle_release(h), HSA_STATUS_SUCCESS);
   CHECK_STATUS(hsa_amd_vmem_address_free(va, 3 * cap), HSA_STATUS_SUCCESS);
 
@@ -738,23 +729,23 @@ static void test_faults(void) {
   hsa_signal_t sig = {0};
   hsa_sim_fail_nth_call("hsa_amd_signal_create", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   CHECK_STATUS(hsa_amd_signal_create(0, 0, NULL, 0, &sig), HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK(sig.handle == 0);
+  DROPIN_CHECK(sig.handle == 0);
   hsa_sim_fail_nth_call("hsa_amd_memory_pool_get_info", 1, HSA_STATUS_ERROR_INVALID_ARGUMENT);
   size_t gran = 0;
   CHECK_STATUS(hsa_amd_memory_pool_get_info(s.gpu_coarse,
                                             HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE, &gran),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(gran == 0);
+  DROPIN_CHECK(gran == 0);
   CHECK_STATUS(hsa_amd_memory_pool_get_info(s.gpu_coarse,
                                             HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE, &gran),
                HSA_STATUS_SUCCESS);
-  CHECK(gran == KIB(64));
+  DROPIN_CHECK(gran == KIB(64));
 
   /* Unknown names are ignored (with a message) and count nothing. */
   hsa_sim_fail_nth_call("hsa_no_such_function", 1, HSA_STATUS_ERROR);
-  CHECK(hsa_sim_call_count("hsa_no_such_function") == 0);
+  DROPIN_CHECK(hsa_sim_call_count("hsa_no_such_function") == 0);
   hsa_sim_reset_call_counts();
-  CHECK(hsa_sim_call_count("hsa_amd_vmem_map") == 0);
+  DROPIN_CHECK(hsa_sim_call_count("hsa_amd_vmem_map") == 0);
 
   check_live_zero();
   CHECK_STATUS(hsa_shut_down(), HSA_STATUS_SUCCESS);
@@ -769,7 +760,7 @@ static void test_trace(void) {
   void* va = NULL;
   hsa_amd_vmem_alloc_handle_t h;
   CHECK_STATUS(hsa_amd_vmem_address_reserve_align(&va, cap, 0, cap, 0), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_trace_count() == 0); /* off by default */
+  DROPIN_CHECK(hsa_sim_trace_count() == 0); /* off by default */
   hsa_sim_trace_enable(true);
   CHECK_STATUS(hsa_amd_vmem_handle_create(s.gpu_coarse, cap, MEMORY_TYPE_NONE, 0, &h),
                HSA_STATUS_SUCCESS);
@@ -781,28 +772,28 @@ static void test_trace(void) {
   CHECK_STATUS(hsa_amd_vmem_set_access(va, cap, descs, 0), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   hsa_sim_trace_enable(false);
   CHECK_STATUS(hsa_amd_vmem_unmap(va, cap), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_trace_count() == 4);
+  DROPIN_CHECK(hsa_sim_trace_count() == 4);
   const hsa_sim_trace_entry_t* e = hsa_sim_trace_get(0);
-  CHECK(e != NULL && strcmp(e->function, "hsa_amd_vmem_handle_create") == 0);
-  CHECK(e != NULL && e->args[0] == s.gpu_coarse.handle && e->args[1] == cap &&
+  DROPIN_CHECK(e != NULL && strcmp(e->function, "hsa_amd_vmem_handle_create") == 0);
+  DROPIN_CHECK(e != NULL && e->args[0] == s.gpu_coarse.handle && e->args[1] == cap &&
         e->args[2] == MEMORY_TYPE_NONE && e->args[3] == 0 && e->result == HSA_STATUS_SUCCESS);
   e = hsa_sim_trace_get(1);
-  CHECK(e != NULL && strcmp(e->function, "hsa_amd_vmem_map") == 0);
-  CHECK(e != NULL && e->args[0] == (uint64_t)(uintptr_t)va && e->args[1] == cap &&
+  DROPIN_CHECK(e != NULL && strcmp(e->function, "hsa_amd_vmem_map") == 0);
+  DROPIN_CHECK(e != NULL && e->args[0] == (uint64_t)(uintptr_t)va && e->args[1] == cap &&
         e->args[2] == 0 && e->args[3] == h.handle && e->args[4] == 0);
   e = hsa_sim_trace_get(2);
-  CHECK(e != NULL && strcmp(e->function, "hsa_amd_vmem_set_access") == 0);
-  CHECK(e != NULL && e->desc_count == 3 && e->args[3] == 3);
-  CHECK(e != NULL && e->descs[0].agent_handle.handle == s.cpu.handle &&
+  DROPIN_CHECK(e != NULL && strcmp(e->function, "hsa_amd_vmem_set_access") == 0);
+  DROPIN_CHECK(e != NULL && e->desc_count == 3 && e->args[3] == 3);
+  DROPIN_CHECK(e != NULL && e->descs[0].agent_handle.handle == s.cpu.handle &&
         e->descs[0].permissions == HSA_ACCESS_PERMISSION_RW &&
         e->descs[1].agent_handle.handle == s.gpu.handle &&
         e->descs[1].permissions == HSA_ACCESS_PERMISSION_RO &&
         e->descs[2].permissions == HSA_ACCESS_PERMISSION_WO);
   e = hsa_sim_trace_get(3);
-  CHECK(e != NULL && e->result == HSA_STATUS_ERROR_INVALID_ARGUMENT && e->desc_count == 0);
-  CHECK(hsa_sim_trace_get(4) == NULL);
+  DROPIN_CHECK(e != NULL && e->result == HSA_STATUS_ERROR_INVALID_ARGUMENT && e->desc_count == 0);
+  DROPIN_CHECK(hsa_sim_trace_get(4) == NULL);
   hsa_sim_trace_clear();
-  CHECK(hsa_sim_trace_count() == 0 && hsa_sim_trace_get(0) == NULL);
+  DROPIN_CHECK(hsa_sim_trace_count() == 0 && hsa_sim_trace_get(0) == NULL);
   CHECK_STATUS(hsa_amd_vmem_handle_release(h), HSA_STATUS_SUCCESS);
   CHECK_STATUS(hsa_amd_vmem_address_free(va, cap), HSA_STATUS_SUCCESS);
   check_live_zero();
@@ -833,23 +824,23 @@ static void test_stubs(void) {
     addrs[i] = p;
     if (p == NULL) {
       fprintf(stderr, "missing export: %s\n", name);
-      ++g_failures;
+      ++dropin_failures;
       continue;
     }
     Dl_info info;
-    CHECK(dladdr(p, &info) != 0 && info.dli_sname != NULL && strcmp(info.dli_sname, name) == 0);
-    CHECK(info.dli_fname != NULL && strstr(info.dli_fname, "libhsa-runtime64.so.1") != NULL);
+    DROPIN_CHECK(dladdr(p, &info) != 0 && info.dli_sname != NULL && strcmp(info.dli_sname, name) == 0);
+    DROPIN_CHECK(info.dli_fname != NULL && strstr(info.dli_fname, "libhsa-runtime64.so.1") != NULL);
     for (size_t j = 0; j < i; ++j) {
       if (addrs[j] == p) {
         fprintf(stderr, "%s and %s share an address\n", name, g_all_functions[j].name);
-        ++g_failures;
+        ++dropin_failures;
       }
     }
   }
-  CHECK(FN_COUNT >= 118);
+  DROPIN_CHECK(FN_COUNT >= 118);
   /* Internal helpers are not exported. */
-  CHECK(dlsym(RTLD_DEFAULT, "sim_enter") == NULL);
-  CHECK(dlsym(RTLD_DEFAULT, "sim_lock") == NULL);
+  DROPIN_CHECK(dlsym(RTLD_DEFAULT, "sim_enter") == NULL);
+  DROPIN_CHECK(dlsym(RTLD_DEFAULT, "sim_lock") == NULL);
   /* Stubs return HSA_STATUS_ERROR, count, and can be made to fail otherwise. */
   CHECK_STATUS(hsa_init(), HSA_STATUS_SUCCESS);
   size_t stubs = 0;
@@ -859,9 +850,9 @@ static void test_stubs(void) {
     hsa_status_t (*fn)(void);
     memcpy(&fn, &addrs[i], sizeof(fn));
     CHECK_STATUS(fn(), HSA_STATUS_ERROR);
-    CHECK(hsa_sim_call_count(g_all_functions[i].name) == 1);
+    DROPIN_CHECK(hsa_sim_call_count(g_all_functions[i].name) == 1);
   }
-  CHECK(stubs > 30);
+  DROPIN_CHECK(stubs > 30);
   hsa_sim_fail_nth_call("hsa_queue_create", 1, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   hsa_status_t (*queue_create)(void);
   void* qc = dlsym(RTLD_DEFAULT, "hsa_queue_create");
@@ -881,8 +872,8 @@ static void test_signals(void) {
   sys_t s = sys_get();
   hsa_signal_t sig;
   CHECK_STATUS(hsa_signal_create(7, 0, NULL, &sig), HSA_STATUS_SUCCESS);
-  CHECK(sig.handle != 0);
-  CHECK(hsa_signal_load_relaxed(sig) == 7 && hsa_signal_load_scacquire(sig) == 7);
+  DROPIN_CHECK(sig.handle != 0);
+  DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 7 && hsa_signal_load_scacquire(sig) == 7);
 
   sig_void_fn adds[] = {hsa_signal_add_scacq_screl, hsa_signal_add_scacquire,
                         hsa_signal_add_relaxed, hsa_signal_add_screlease};
@@ -902,58 +893,58 @@ static void test_signals(void) {
                         hsa_signal_cas_relaxed, hsa_signal_cas_screlease};
   for (int i = 0; i < 4; ++i) {
     stores[i](sig, 100);
-    CHECK(hsa_signal_load_relaxed(sig) == 100);
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 100);
     adds[i](sig, 5);
-    CHECK(hsa_signal_load_relaxed(sig) == 105);
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 105);
     subs[i](sig, 10);
-    CHECK(hsa_signal_load_relaxed(sig) == 95);
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 95);
     ands[i](sig, 0x0F);
-    CHECK(hsa_signal_load_relaxed(sig) == (95 & 0x0F));
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == (95 & 0x0F));
     ors[i](sig, 0x100);
-    CHECK(hsa_signal_load_relaxed(sig) == ((95 & 0x0F) | 0x100));
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == ((95 & 0x0F) | 0x100));
     xors[i](sig, 0x101);
-    CHECK(hsa_signal_load_relaxed(sig) == (((95 & 0x0F) | 0x100) ^ 0x101));
-    CHECK(xchgs[i](sig, -3) == (((95 & 0x0F) | 0x100) ^ 0x101));
-    CHECK(hsa_signal_load_relaxed(sig) == -3);
-    CHECK(cases[i](sig, 4, 9) == -3); /* fails: returns the observed value */
-    CHECK(hsa_signal_load_relaxed(sig) == -3);
-    CHECK(cases[i](sig, -3, 9) == -3); /* succeeds */
-    CHECK(hsa_signal_load_relaxed(sig) == 9);
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == (((95 & 0x0F) | 0x100) ^ 0x101));
+    DROPIN_CHECK(xchgs[i](sig, -3) == (((95 & 0x0F) | 0x100) ^ 0x101));
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == -3);
+    DROPIN_CHECK(cases[i](sig, 4, 9) == -3); /* fails: returns the observed value */
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == -3);
+    DROPIN_CHECK(cases[i](sig, -3, 9) == -3); /* succeeds */
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 9);
   }
   /* Wrap-around arithmetic. */
   hsa_signal_store_relaxed(sig, INT64_MAX);
   hsa_signal_add_relaxed(sig, 1);
-  CHECK(hsa_signal_load_relaxed(sig) == INT64_MIN);
+  DROPIN_CHECK(hsa_signal_load_relaxed(sig) == INT64_MIN);
   /* The raw value pointer. */
   int64_t* raw = hsa_sim_signal_value_ptr(sig);
-  CHECK(raw != NULL);
+  DROPIN_CHECK(raw != NULL);
   if (raw != NULL) {
     *raw = 1234;
-    CHECK(hsa_signal_load_scacquire(sig) == 1234);
+    DROPIN_CHECK(hsa_signal_load_scacquire(sig) == 1234);
   }
   hsa_sim_live_t live;
   hsa_sim_get_live(&live);
-  CHECK(live.signals == 1);
+  DROPIN_CHECK(live.signals == 1);
   CHECK_STATUS(hsa_signal_destroy(sig), HSA_STATUS_SUCCESS);
   /* Stale handle: detected, never dereferenced. */
   CHECK_STATUS(hsa_signal_destroy(sig), HSA_STATUS_ERROR_INVALID_SIGNAL);
-  CHECK(hsa_signal_load_relaxed(sig) == 0);
+  DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 0);
   hsa_signal_store_relaxed(sig, 5);
   hsa_signal_add_screlease(sig, 5);
-  CHECK(hsa_signal_exchange_relaxed(sig, 1) == 0);
-  CHECK(hsa_signal_wait_scacquire(sig, HSA_SIGNAL_CONDITION_EQ, 99, UINT64_MAX,
+  DROPIN_CHECK(hsa_signal_exchange_relaxed(sig, 1) == 0);
+  DROPIN_CHECK(hsa_signal_wait_scacquire(sig, HSA_SIGNAL_CONDITION_EQ, 99, UINT64_MAX,
                                   HSA_WAIT_STATE_BLOCKED) == 0);
-  CHECK(hsa_sim_signal_value_ptr(sig) == NULL);
+  DROPIN_CHECK(hsa_sim_signal_value_ptr(sig) == NULL);
   hsa_signal_t forged[] = {{0}, {1}, {0xFFFFFFFFFFFFFFFFull}, {((uint64_t)1 << 32) | 999999}};
   for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); ++i) {
     CHECK_STATUS(hsa_signal_destroy(forged[i]), HSA_STATUS_ERROR_INVALID_SIGNAL);
-    CHECK(hsa_signal_load_scacquire(forged[i]) == 0);
+    DROPIN_CHECK(hsa_signal_load_scacquire(forged[i]) == 0);
   }
   /* A recycled slot gets a new handle; the old one stays dead. */
   hsa_signal_t again;
   CHECK_STATUS(hsa_signal_create(1, 0, NULL, &again), HSA_STATUS_SUCCESS);
-  CHECK(again.handle != sig.handle);
-  CHECK(hsa_signal_load_relaxed(sig) == 0 && hsa_signal_load_relaxed(again) == 1);
+  DROPIN_CHECK(again.handle != sig.handle);
+  DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 0 && hsa_signal_load_relaxed(again) == 1);
   CHECK_STATUS(hsa_signal_destroy(again), HSA_STATUS_SUCCESS);
 
   /* Creation arguments. */
@@ -966,7 +957,7 @@ static void test_signals(void) {
   CHECK_STATUS(hsa_amd_signal_create(0, 0, NULL, 0x100, &sig), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_amd_signal_create(3, 0, NULL, HSA_AMD_SIGNAL_AMD_GPU_ONLY, &sig),
                HSA_STATUS_SUCCESS);
-  CHECK(hsa_signal_load_relaxed(sig) == 3);
+  DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 3);
   CHECK_STATUS(hsa_signal_destroy(sig), HSA_STATUS_SUCCESS);
   check_live_zero();
   CHECK_STATUS(hsa_shut_down(), HSA_STATUS_SUCCESS);
@@ -1053,9 +1044,9 @@ static uint64_t wake_rounds(hsa_signal_t sig, int rounds, uint64_t* delays, uint
     uint64_t total;
     uint64_t timeouts = hsa_sim_wait_timeouts();
     lat[i] = wait_for_setter(sig, 2, i + 1, false, 20000000000ull, HSA_WAIT_STATE_BLOCKED, &v, &total);
-    CHECK(v == i + 1);
+    DROPIN_CHECK(v == i + 1);
     /* Woken by the store, not by the timeout (a hang detector; re-checks are off). */
-    CHECK(hsa_sim_wait_timeouts() == timeouts);
+    DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts);
   }
   uint64_t us1, delays1 = hsa_sim_wake_delays(&us1);
   *delays = delays1 - delays0;
@@ -1082,7 +1073,7 @@ static uint64_t second_waiter_sleeps(hsa_signal_t sig, double* cpu_share) {
   while (hsa_sim_wait_sleeps() == before && now_ns() < deadline) sched_yield();
   uint64_t sleeps = hsa_sim_wait_sleeps();
   uint64_t c0 = thread_cpu_ns(), t0 = now_ns();
-  CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 100000000ull,
+  DROPIN_CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 100000000ull,
                                 HSA_WAIT_STATE_BLOCKED) == 0);
   *cpu_share = (double)(thread_cpu_ns() - c0) / (double)(now_ns() - t0);
   sleeps = hsa_sim_wait_sleeps() - sleeps;
@@ -1098,10 +1089,10 @@ static void test_waits(void) {
 
   /* Conditions already met return at once with the value. */
   for (int w = 0; w < 2; ++w) {
-    CHECK(hsa_signal_wait_scacquire(sig, HSA_SIGNAL_CONDITION_EQ, 5, UINT64_MAX, states[w]) == 5);
-    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_NE, 4, UINT64_MAX, states[w]) == 5);
-    CHECK(hsa_signal_wait_scacquire(sig, HSA_SIGNAL_CONDITION_LT, 6, UINT64_MAX, states[w]) == 5);
-    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_GTE, 5, UINT64_MAX, states[w]) == 5);
+    DROPIN_CHECK(hsa_signal_wait_scacquire(sig, HSA_SIGNAL_CONDITION_EQ, 5, UINT64_MAX, states[w]) == 5);
+    DROPIN_CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_NE, 4, UINT64_MAX, states[w]) == 5);
+    DROPIN_CHECK(hsa_signal_wait_scacquire(sig, HSA_SIGNAL_CONDITION_LT, 6, UINT64_MAX, states[w]) == 5);
+    DROPIN_CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_GTE, 5, UINT64_MAX, states[w]) == 5);
   }
   /* Unmet conditions time out after timeout_hint nanoseconds and return the
    * current value. */
@@ -1111,14 +1102,14 @@ static void test_waits(void) {
   for (int w = 0; w < 2; ++w) {
     for (int c = 0; c < 4; ++c) {
       uint64_t timeouts = hsa_sim_wait_timeouts();
-      CHECK(hsa_signal_wait_scacquire(sig, conds[c], unmet[c], 20000000ull, states[w]) == 5);
-      CHECK(hsa_sim_wait_timeouts() == timeouts + 1);
+      DROPIN_CHECK(hsa_signal_wait_scacquire(sig, conds[c], unmet[c], 20000000ull, states[w]) == 5);
+      DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts + 1);
     }
   }
   {
     uint64_t timeouts = hsa_sim_wait_timeouts();
-    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 6, 0, HSA_WAIT_STATE_BLOCKED) == 5);
-    CHECK(hsa_sim_wait_timeouts() == timeouts + 1);
+    DROPIN_CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 6, 0, HSA_WAIT_STATE_BLOCKED) == 5);
+    DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts + 1);
   }
 
   /* Cross-thread wake-ups for each condition and both wait states. */
@@ -1128,8 +1119,8 @@ static void test_waits(void) {
     hsa_signal_store_relaxed(sig, 0);
     uint64_t timeouts = hsa_sim_wait_timeouts();
     wait_for_setter(sig, 5, 42, false, 20000000000ull, states[w], &v, &total);
-    CHECK(v == 42);
-    CHECK(hsa_sim_wait_timeouts() == timeouts); /* woken, not timed out */
+    DROPIN_CHECK(v == 42);
+    DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts); /* woken, not timed out */
   }
 
   /* Futex wakes without and with the simulated interrupt delay: the runtime
@@ -1149,9 +1140,9 @@ static void test_waits(void) {
          "delay 200 us: %.1f us; delayed wakes: %llu, %llu, %llu of 15\n",
          (double)fast / 1e3, (double)slow20 / 1e3, (double)slow / 1e3, (unsigned long long)d0,
          (unsigned long long)d20, (unsigned long long)d200);
-  CHECK(d0 == 0 && us0 == 0);
-  CHECK(d200 >= 1 && d200 <= 15 && us200 == 200 * d200);
-  CHECK(d20 >= 1 && d20 <= 15 && us20 == 20 * d20);
+  DROPIN_CHECK(d0 == 0 && us0 == 0);
+  DROPIN_CHECK(d200 >= 1 && d200 <= 15 && us200 == 200 * d200);
+  DROPIN_CHECK(d20 >= 1 && d20 <= 15 && us20 == 20 * d20);
 
   /* Periodic re-check on: a plain memory write is noticed within a few
    * periods. */
@@ -1162,11 +1153,11 @@ static void test_waits(void) {
     hsa_signal_store_relaxed(sig, 0);
     uint64_t final_polls = hsa_sim_wait_final_polls(), timeouts = hsa_sim_wait_timeouts();
     uint64_t lat = wait_for_setter(sig, 5, 77, true, 20000000000ull, HSA_WAIT_STATE_BLOCKED, &v, &total);
-    CHECK(v == 77);
+    DROPIN_CHECK(v == 77);
     printf("raw write noticed by periodic re-check after %.1f us\n", (double)lat / 1e3);
     /* Seen by a re-check while sleeping, not by the poll before the timeout. */
-    CHECK(hsa_sim_wait_final_polls() == final_polls);
-    CHECK(hsa_sim_wait_timeouts() == timeouts);
+    DROPIN_CHECK(hsa_sim_wait_final_polls() == final_polls);
+    DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts);
   }
   /* Re-check off: the raw write is not seen while the wait sleeps, only by
    * its poll of the last partial millisecond (as ROCr's wait). */
@@ -1177,8 +1168,8 @@ static void test_waits(void) {
     hsa_signal_store_relaxed(sig, 0);
     uint64_t final_polls = hsa_sim_wait_final_polls();
     wait_for_setter(sig, 5, 78, true, 300000000ull, HSA_WAIT_STATE_BLOCKED, &v, &total);
-    CHECK(hsa_sim_wait_final_polls() == final_polls + 1); /* only the last poll saw it */
-    CHECK(v == 78);
+    DROPIN_CHECK(hsa_sim_wait_final_polls() == final_polls + 1); /* only the last poll saw it */
+    DROPIN_CHECK(v == 78);
     printf("raw write with re-check off: wait returned after %.1f ms (timeout 300 ms)\n",
            (double)total / 1e6);
   }
@@ -1189,13 +1180,13 @@ static void test_waits(void) {
     hsa_signal_store_relaxed(sig, 0);
     uint64_t sleeps = hsa_sim_wait_sleeps();
     uint64_t timeouts = hsa_sim_wait_timeouts();
-    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 1000000ull,
+    DROPIN_CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 1000000ull,
                                   HSA_WAIT_STATE_BLOCKED) == 0);
-    CHECK(hsa_sim_wait_timeouts() == timeouts + 1);
-    CHECK(hsa_sim_wait_sleeps() == sleeps);
-    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 20000000ull,
+    DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts + 1);
+    DROPIN_CHECK(hsa_sim_wait_sleeps() == sleeps);
+    DROPIN_CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 20000000ull,
                                   HSA_WAIT_STATE_BLOCKED) == 0);
-    CHECK(hsa_sim_wait_sleeps() > sleeps);
+    DROPIN_CHECK(hsa_sim_wait_sleeps() > sleeps);
   }
   /* A second concurrent waiter on one signal sleeps when the driver reports
    * event ages and spins when it does not, as in ROCr: checked by the sleeps
@@ -1210,15 +1201,15 @@ static void test_waits(void) {
            "%llu sleep(s), CPU %.0f%% without\n",
            (unsigned long long)with_ages, 100.0 * cpu_with, (unsigned long long)without_ages,
            100.0 * cpu_without);
-    CHECK(with_ages >= 1 && with_ages != UINT64_MAX);
-    CHECK(without_ages == 0);
+    DROPIN_CHECK(with_ages >= 1 && with_ages != UINT64_MAX);
+    DROPIN_CHECK(without_ages == 0);
   }
   /* An idle blocked wait with re-check off costs (almost) no CPU. */
   {
     hsa_signal_store_relaxed(sig, 0);
     uint64_t c0 = thread_cpu_ns();
     uint64_t sleeps = hsa_sim_wait_sleeps();
-    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 300000000ull,
+    DROPIN_CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 300000000ull,
                                   HSA_WAIT_STATE_BLOCKED) == 0);
     uint64_t cpu = thread_cpu_ns() - c0;
     sleeps = hsa_sim_wait_sleeps() - sleeps;
@@ -1226,10 +1217,10 @@ static void test_waits(void) {
            (unsigned long long)sleeps);
     /* It slept through (one sleep of its whole milliseconds; a second only
      * after an interrupted one) instead of spinning. */
-    CHECK(sleeps >= 1 && sleeps <= 2);
+    DROPIN_CHECK(sleeps >= 1 && sleeps <= 2);
     hsa_sim_set_periodic_recheck(true, 1000);
     c0 = thread_cpu_ns();
-    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 300000000ull,
+    DROPIN_CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_EQ, 1, 300000000ull,
                                   HSA_WAIT_STATE_BLOCKED) == 0);
     printf("idle blocked wait of 300 ms, re-check every 1 ms: %.3f ms CPU\n",
            (double)(thread_cpu_ns() - c0) / 1e6);
@@ -1240,9 +1231,9 @@ static void test_waits(void) {
     hsa_signal_store_relaxed(sig, 0);
     uint64_t timeouts = hsa_sim_wait_timeouts();
     hsa_signal_silent_store_relaxed(sig, 0);
-    CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_NE, 0, 30000000ull,
+    DROPIN_CHECK(hsa_signal_wait_relaxed(sig, HSA_SIGNAL_CONDITION_NE, 0, 30000000ull,
                                   HSA_WAIT_STATE_BLOCKED) == 0);
-    CHECK(hsa_sim_wait_timeouts() == timeouts + 1);
+    DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts + 1);
   }
   CHECK_STATUS(hsa_signal_destroy(sig), HSA_STATUS_SUCCESS);
   check_live_zero();
@@ -1299,9 +1290,9 @@ static void* stress_churn(void* arg) {
     CHECK_STATUS(hsa_amd_vmem_set_access(va, cap, &d, 1), HSA_STATUS_SUCCESS);
     CHECK_STATUS(hsa_amd_vmem_set_access((char*)va + cap, cap, &d, 1), HSA_STATUS_SUCCESS);
     ((volatile int*)va)[0] = a->id * 1000 + i;
-    CHECK(((volatile int*)((char*)va + cap))[0] == a->id * 1000 + i);
+    DROPIN_CHECK(((volatile int*)((char*)va + cap))[0] == a->id * 1000 + i);
     CHECK_STATUS(hsa_signal_create(i, 0, NULL, &sig), HSA_STATUS_SUCCESS);
-    CHECK(hsa_signal_load_relaxed(sig) == i);
+    DROPIN_CHECK(hsa_signal_load_relaxed(sig) == i);
     CHECK_STATUS(hsa_signal_destroy(sig), HSA_STATUS_SUCCESS);
     CHECK_STATUS(hsa_amd_vmem_unmap(va, cap), HSA_STATUS_SUCCESS);
     CHECK_STATUS(hsa_amd_vmem_unmap((char*)va + cap, cap), HSA_STATUS_SUCCESS);
@@ -1335,13 +1326,13 @@ static void test_stress(void) {
     uint64_t timeouts = hsa_sim_wait_timeouts();
     int64_t v = hsa_signal_wait_scacquire(counter, HSA_SIGNAL_CONDITION_GTE, target,
                                           30000000000ull, HSA_WAIT_STATE_BLOCKED);
-    CHECK(v >= target);
-    CHECK(hsa_sim_wait_timeouts() == timeouts); /* woken, not timed out */
+    DROPIN_CHECK(v >= target);
+    DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts); /* woken, not timed out */
   }
   for (int i = 0; i < STRESS_THREADS; ++i) pthread_join(threads[i], NULL);
   for (int i = 0; i < 2; ++i) pthread_join(churn[i], NULL);
-  CHECK(hsa_signal_load_scacquire(counter) == total);
-  CHECK(hsa_signal_load_scacquire(cas_counter) == (int64_t)STRESS_THREADS * (STRESS_ADDS / 8));
+  DROPIN_CHECK(hsa_signal_load_scacquire(counter) == total);
+  DROPIN_CHECK(hsa_signal_load_scacquire(cas_counter) == (int64_t)STRESS_THREADS * (STRESS_ADDS / 8));
   CHECK_STATUS(hsa_signal_destroy(counter), HSA_STATUS_SUCCESS);
   CHECK_STATUS(hsa_signal_destroy(cas_counter), HSA_STATUS_SUCCESS);
   check_live_zero();
@@ -1378,13 +1369,13 @@ int main(int argc, char** argv) {
         pid_t pid = fork();
         if (pid == 0) {
           g_groups[i].fn();
-          _exit(g_failures == 0 ? 0 : 1);
+          _exit(dropin_failures == 0 ? 0 : 1);
         }
         int status = 0;
         waitpid(pid, &status, 0);
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         printf("%s: %s\n", g_groups[i].name, ok ? "ok" : "FAILED");
-        if (!ok) ++g_failures;
+        if (!ok) ++dropin_failures;
       } else {
         g_groups[i].fn();
       }
@@ -1394,8 +1385,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "unknown group %s\n", argv[1]);
     return 2;
   }
-  if (g_failures != 0) {
-    fprintf(stderr, "%d check(s) failed\n", g_failures);
+  if (dropin_failures != 0) {
+    fprintf(stderr, "%d check(s) failed\n", dropin_failures);
     return 1;
   }
   printf("%s: all checks passed\n", argv[1]);

@@ -66,11 +66,6 @@
 #define AMDGPU_DROPIN_HOSTCALL_SLOW_DEMOTE_AFTER_MS 1000
 
 /*
- slot[0] of a lane whose request failed (-1).
- */
-#define AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE 18446744073709551615ull
-
-/*
  Test hook, only in a library built with the `test-hooks` feature (the C
  suite's hook build): requests with this service id panic inside the
  service, exercising the per-lane panic catch. The product library answers

@@ -21,7 +21,7 @@ static uint64_t raw_packet(uint32_t lane, uint64_t desc, const uint64_t* words, 
   lanes[lane][0] = (desc & ~(7ull << PF_DESC_LEN_SHIFT)) | ((uint64_t)n << PF_DESC_LEN_SHIFT);
   memcpy(&lanes[lane][1], words, n * sizeof(uint64_t));
   int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_PRINTF, 1ull << lane, lanes, PF_TIMEOUT_NS);
-  HC_CHECK(rc == 0, "hostcall failed: %d", rc);
+  DROPIN_CHECK_MSG(rc == 0, "hostcall failed: %d", rc);
   return lanes[lane][0];
 }
 
@@ -31,7 +31,7 @@ static uint64_t id_of(uint64_t desc) { return desc >> PF_DESC_ID_SHIFT; }
 static void check_printing_works(const char* tag) {
   static pf_message_t m;
   pf_arg_t args[] = {pf_str(tag), pf_i32(42)};
-  HC_CHECK(pf_encode(&m, PF_PER_ARGUMENT, 0, "still ok: %s %d\n", args, 2), "encode");
+  DROPIN_CHECK_MSG(pf_encode(&m, PF_PER_ARGUMENT, 0, "still ok: %s %d\n", args, 2), "encode");
   uint64_t result = 0;
   pf_capture_begin();
   int rc = pf_send(buffer, &m, &result);
@@ -40,9 +40,9 @@ static void check_printing_works(const char* tag) {
   pf_capture_end(&out, &out_len, &err, &err_len);
   char want[128];
   int n = snprintf(want, sizeof(want), "still ok: %s %d\n", tag, 42);
-  HC_CHECK(rc == 0 && result == (uint64_t)n, "%s: rc %d result %lld", tag, rc, (long long)result);
-  HC_CHECK(out_len == (size_t)n && memcmp(out, want, out_len) == 0, "%s: printed '%s'", tag, out);
-  HC_CHECK(err_len == 0, "%s: stderr '%s'", tag, err);
+  DROPIN_CHECK_MSG(rc == 0 && result == (uint64_t)n, "%s: rc %d result %lld", tag, rc, (long long)result);
+  DROPIN_CHECK_MSG(out_len == (size_t)n && memcmp(out, want, out_len) == 0, "%s: printed '%s'", tag, out);
+  DROPIN_CHECK_MSG(err_len == 0, "%s: stderr '%s'", tag, err);
   free(out);
   free(err);
 }
@@ -51,15 +51,15 @@ static void check_printing_works(const char* tag) {
  * with nothing expected on the output; returns the final reply. */
 static uint64_t send_words_expect_silence(const uint64_t* words, size_t count, const char* what) {
   static pf_message_t m;
-  HC_CHECK(pf_encode_words(&m, words, count), "%s: encode", what);
+  DROPIN_CHECK_MSG(pf_encode_words(&m, words, count), "%s: encode", what);
   uint64_t result = 0;
   pf_capture_begin();
   int rc = pf_send(buffer, &m, &result);
   char *out, *err;
   size_t out_len, err_len;
   pf_capture_end(&out, &out_len, &err, &err_len);
-  HC_CHECK(rc == 0, "%s: send %d", what, rc);
-  HC_CHECK(out_len == 0 && err_len == 0, "%s: printed %zu+%zu bytes", what, out_len, err_len);
+  DROPIN_CHECK_MSG(rc == 0, "%s: send %d", what, rc);
+  DROPIN_CHECK_MSG(out_len == 0 && err_len == 0, "%s: printed %zu+%zu bytes", what, out_len, err_len);
   free(out);
   free(err);
   return result;
@@ -79,7 +79,7 @@ static void expect_error_call(const char* format, const pf_arg_t* args, size_t n
     }
   }
   uint64_t r = send_words_expect_silence(words, count, format);
-  HC_CHECK(r == PF_ERROR, "format '%s': reply %#llx, want -1", format, (unsigned long long)r);
+  DROPIN_CHECK_MSG(r == PF_ERROR, "format '%s': reply %#llx, want -1", format, (unsigned long long)r);
 }
 
 static void test_bad_contents(void) {
@@ -101,17 +101,17 @@ static void test_bad_contents(void) {
 
   /* Unknown control bits. */
   uint64_t words[8] = {2, 0x0a6968 /* "hi\n" */};
-  HC_CHECK(send_words_expect_silence(words, 2, "control 2") == PF_ERROR, "control 2");
+  DROPIN_CHECK_MSG(send_words_expect_silence(words, 2, "control 2") == PF_ERROR, "control 2");
   words[0] = 1ull << 63;
-  HC_CHECK(send_words_expect_silence(words, 2, "control 1<<63") == PF_ERROR, "control 1<<63");
+  DROPIN_CHECK_MSG(send_words_expect_silence(words, 2, "control 1<<63") == PF_ERROR, "control 1<<63");
   /* No NUL in the format within the message. */
   uint64_t no_nul[4] = {0, 0x4141414141414141ull, 0x4242424242424242ull, 0x4343434343434343ull};
-  HC_CHECK(send_words_expect_silence(no_nul, 4, "no NUL") == PF_ERROR, "no NUL");
+  DROPIN_CHECK_MSG(send_words_expect_silence(no_nul, 4, "no NUL") == PF_ERROR, "no NUL");
   /* %s whose bytes run to the end of the message without a NUL. */
   uint64_t s_no_nul[3] = {0, 0x7325 /* "%s" */, 0x4141414141414141ull};
-  HC_CHECK(send_words_expect_silence(s_no_nul, 3, "%s no NUL") == PF_ERROR, "%%s no NUL");
+  DROPIN_CHECK_MSG(send_words_expect_silence(s_no_nul, 3, "%s no NUL") == PF_ERROR, "%%s no NUL");
   /* An empty message (BEGIN|END, LEN 0): no control word. */
-  HC_CHECK(send_words_expect_silence(words, 0, "empty") == PF_ERROR, "empty");
+  DROPIN_CHECK_MSG(send_words_expect_silence(words, 0, "empty") == PF_ERROR, "empty");
   check_printing_works("contents");
 }
 
@@ -119,23 +119,23 @@ static void test_unknown_and_foreign_ids(void) {
   uint64_t w[2] = {0x41, 0};
   /* A continuation for an id never handed out: poison, then -1 at END. */
   uint64_t r = raw_packet(3, 12345ull << PF_DESC_ID_SHIFT, w, 1);
-  HC_CHECK(r == PF_POISON_DESCRIPTOR, "unknown id reply %#llx", (unsigned long long)r);
+  DROPIN_CHECK_MSG(r == PF_POISON_DESCRIPTOR, "unknown id reply %#llx", (unsigned long long)r);
   r = raw_packet(3, r, w, 1);
-  HC_CHECK(r == PF_POISON_DESCRIPTOR, "poisoned continuation reply %#llx", (unsigned long long)r);
+  DROPIN_CHECK_MSG(r == PF_POISON_DESCRIPTOR, "poisoned continuation reply %#llx", (unsigned long long)r);
   r = raw_packet(3, r | PF_DESC_END, w, 1);
-  HC_CHECK(r == PF_ERROR, "poisoned END reply %#llx", (unsigned long long)r);
+  DROPIN_CHECK_MSG(r == PF_ERROR, "poisoned END reply %#llx", (unsigned long long)r);
 
   /* Lane 5 begins; lane 6 continues and ends lane 5's id: refused; lane 5's
    * message is untouched and prints. */
   uint64_t control = 0;
   uint64_t begin = raw_packet(5, PF_DESC_BEGIN, &control, 1);
-  HC_CHECK((begin & (PF_DESC_BEGIN | PF_DESC_END)) == 0 && id_of(begin) != 0, "begin reply %#llx",
+  DROPIN_CHECK_MSG((begin & (PF_DESC_BEGIN | PF_DESC_END)) == 0 && id_of(begin) != 0, "begin reply %#llx",
            (unsigned long long)begin);
   uint64_t junk = 0x2525252525252525ull;
   r = raw_packet(6, begin, &junk, 1);
-  HC_CHECK(r == PF_POISON_DESCRIPTOR, "foreign continuation reply %#llx", (unsigned long long)r);
+  DROPIN_CHECK_MSG(r == PF_POISON_DESCRIPTOR, "foreign continuation reply %#llx", (unsigned long long)r);
   r = raw_packet(6, begin | PF_DESC_END, &junk, 1);
-  HC_CHECK(r == PF_ERROR, "foreign END reply %#llx", (unsigned long long)r);
+  DROPIN_CHECK_MSG(r == PF_ERROR, "foreign END reply %#llx", (unsigned long long)r);
   uint64_t fmt[1];
   pf_pack_string("mine\n", fmt, 1);
   pf_capture_begin();
@@ -143,19 +143,19 @@ static void test_unknown_and_foreign_ids(void) {
   char *out, *err;
   size_t out_len, err_len;
   pf_capture_end(&out, &out_len, &err, &err_len);
-  HC_CHECK(r == 5 && out_len == 5 && memcmp(out, "mine\n", 5) == 0, "owner reply %lld out '%s'",
+  DROPIN_CHECK_MSG(r == 5 && out_len == 5 && memcmp(out, "mine\n", 5) == 0, "owner reply %lld out '%s'",
            (long long)r, out);
   free(out);
   free(err);
   /* Ended: the id is now unknown. */
   r = raw_packet(5, begin | PF_DESC_END, fmt, 1);
-  HC_CHECK(r == PF_ERROR, "ended id reply %#llx", (unsigned long long)r);
+  DROPIN_CHECK_MSG(r == PF_ERROR, "ended id reply %#llx", (unsigned long long)r);
   /* Ids are reused after END: the next BEGIN gets the same id back. */
   uint64_t again = raw_packet(9, PF_DESC_BEGIN, &control, 1);
-  HC_CHECK(id_of(again) == id_of(begin), "id %llu not reused (got %llu)",
+  DROPIN_CHECK_MSG(id_of(again) == id_of(begin), "id %llu not reused (got %llu)",
            (unsigned long long)id_of(begin), (unsigned long long)id_of(again));
   r = raw_packet(9, again | PF_DESC_END, fmt + 0, 0);
-  HC_CHECK(r == PF_ERROR, "no format: %#llx", (unsigned long long)r);
+  DROPIN_CHECK_MSG(r == PF_ERROR, "no format: %#llx", (unsigned long long)r);
   check_printing_works("ids");
 }
 
@@ -180,11 +180,11 @@ static void test_message_cap(void) {
   words[0] = 0;
   for (size_t i = 1; i < words_count; ++i) words[i] = 0x2e2e2e2e2e2e2e2eull; /* "........" */
   words[words_count - 1] = 0x0a2e; /* ".\n" NUL */
-  HC_CHECK(send_words_expect_silence(words, words_count, "oversized") == PF_ERROR, "oversized");
+  DROPIN_CHECK_MSG(send_words_expect_silence(words, words_count, "oversized") == PF_ERROR, "oversized");
   /* Just under the cap prints (8192 words: control + 8191 format words). */
   words[8191] = 0x0a2e;
   static pf_message_t m;
-  HC_CHECK(pf_encode_words(&m, words, 8192), "encode");
+  DROPIN_CHECK_MSG(pf_encode_words(&m, words, 8192), "encode");
   uint64_t result = 0;
   pf_capture_begin();
   int rc = pf_send(buffer, &m, &result);
@@ -192,7 +192,7 @@ static void test_message_cap(void) {
   size_t out_len, err_len;
   pf_capture_end(&out, &out_len, &err, &err_len);
   size_t want = 8190 * 8 + 2;
-  HC_CHECK(rc == 0 && result == want && out_len == want, "at cap: result %lld, %zu bytes",
+  DROPIN_CHECK_MSG(rc == 0 && result == want && out_len == want, "at cap: result %lld, %zu bytes",
            (long long)result, out_len);
   free(out);
   free(err);
@@ -214,7 +214,7 @@ static void test_abandoned_messages_are_bounded(void) {
     for (int l = 0; l < 64; ++l) lanes[l][0] = PF_DESC_BEGIN | (1ull << PF_DESC_LEN_SHIFT);
     int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_PRINTF, ~0ull, lanes, PF_TIMEOUT_NS);
     if (rc != 0) {
-      HC_CHECK(false, "begin storm: %d", rc);
+      DROPIN_CHECK_MSG(false, "begin storm: %d", rc);
       return;
     }
     if (call == 0) first_desc = lanes[0][0];
@@ -222,7 +222,7 @@ static void test_abandoned_messages_are_bounded(void) {
   check_printing_works("begin storm");
   /* The very first message was evicted: its continuation is refused. */
   uint64_t w = 0x41;
-  HC_CHECK(raw_packet(0, first_desc | PF_DESC_END, &w, 1) == PF_ERROR, "evicted message accepted");
+  DROPIN_CHECK_MSG(raw_packet(0, first_desc | PF_DESC_END, &w, 1) == PF_ERROR, "evicted message accepted");
   long rss1 = rss_kib();
 
   /* Big abandoned messages: 2 x 8 waves x 64 lanes x 8000 words = 8M words
@@ -237,7 +237,7 @@ static void test_abandoned_messages_are_bounded(void) {
       }
       int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_PRINTF, ~0ull, lanes, PF_TIMEOUT_NS);
       if (rc != 0) {
-        HC_CHECK(false, "big messages: %d", rc);
+        DROPIN_CHECK_MSG(false, "big messages: %d", rc);
         return;
       }
       for (int l = 0; l < 64; ++l) desc[l] = lanes[l][0];
@@ -253,8 +253,8 @@ static void test_abandoned_messages_are_bounded(void) {
   printf("  (RSS bounds not checked under AddressSanitizer)\n");
 #else
   /* 4M words = 32 MiB of data at most (plus allocator slack). */
-  HC_CHECK(rss2 - rss0 < 160 * 1024, "RSS grew by %ld KiB", rss2 - rss0);
-  HC_CHECK(rss2 - rss1 < 48 * 1024, "RSS kept growing past the cap: +%ld KiB", rss2 - rss1);
+  DROPIN_CHECK_MSG(rss2 - rss0 < 160 * 1024, "RSS grew by %ld KiB", rss2 - rss0);
+  DROPIN_CHECK_MSG(rss2 - rss1 < 48 * 1024, "RSS kept growing past the cap: +%ld KiB", rss2 - rss1);
 #endif
 }
 
@@ -268,7 +268,7 @@ static void test_mixed_wave(void) {
     const char* format = (l % 4 == 1) ? "lane %d %d\n" /* too few args */
                          : (l % 4 == 3) ? "lane %ls\n"  /* wide */
                                         : "lane %d\n";
-    HC_CHECK(pf_encode(messages[l], PF_PER_ARGUMENT, 0, format, args, 1), "encode");
+    DROPIN_CHECK_MSG(pf_encode(messages[l], PF_PER_ARGUMENT, 0, format, args, 1), "encode");
   }
   uint64_t results[64];
   pf_capture_begin();
@@ -276,19 +276,19 @@ static void test_mixed_wave(void) {
   char *out, *err;
   size_t out_len, err_len;
   pf_capture_end(&out, &out_len, &err, &err_len);
-  HC_CHECK(rc == 0, "send %d", rc);
+  DROPIN_CHECK_MSG(rc == 0, "send %d", rc);
   char want[2048];
   size_t want_len = 0;
   for (int l = 0; l < 64; ++l) {
     if (l % 2 == 0) {
       int n = snprintf(want + want_len, sizeof(want) - want_len, "lane %d\n", l);
-      HC_CHECK(results[l] == (uint64_t)n, "lane %d result %lld", l, (long long)results[l]);
+      DROPIN_CHECK_MSG(results[l] == (uint64_t)n, "lane %d result %lld", l, (long long)results[l]);
       want_len += (size_t)n;
     } else {
-      HC_CHECK(results[l] == PF_ERROR, "lane %d result %lld", l, (long long)results[l]);
+      DROPIN_CHECK_MSG(results[l] == PF_ERROR, "lane %d result %lld", l, (long long)results[l]);
     }
   }
-  HC_CHECK(out_len == want_len && memcmp(out, want, want_len) == 0, "mixed wave output '%s'", out);
+  DROPIN_CHECK_MSG(out_len == want_len && memcmp(out, want, want_len) == 0, "mixed wave output '%s'", out);
   free(out);
   free(err);
   for (int l = 0; l < 64; ++l) free(messages[l]);
@@ -299,11 +299,11 @@ static void test_mixed_wave(void) {
 static void test_disable_forgets_messages(void) {
   uint64_t control = 0;
   uint64_t begin = raw_packet(2, PF_DESC_BEGIN, &control, 1);
-  HC_CHECK(pf_reenable(buffer, 16), "re-enable");
+  DROPIN_CHECK_MSG(pf_reenable(buffer, 16), "re-enable");
   uint64_t fmt[1];
   pf_pack_string("x\n", fmt, 1);
   uint64_t r = raw_packet(2, begin | PF_DESC_END, fmt, 1);
-  HC_CHECK(r == PF_ERROR, "old id after re-enable: %#llx", (unsigned long long)r);
+  DROPIN_CHECK_MSG(r == PF_ERROR, "old id after re-enable: %#llx", (unsigned long long)r);
   check_printing_works("re-enabled");
 }
 
@@ -316,6 +316,6 @@ int main(void) {
   HC_RUN(test_abandoned_messages_are_bounded);
   HC_RUN(test_disable_forgets_messages);
   pf_teardown(buffer);
-  printf("%s: %d failure(s)\n", hc_failures ? "FAILED" : "passed", hc_failures);
-  return hc_failures ? 1 : 0;
+  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
+  return dropin_failures ? 1 : 0;
 }

@@ -103,13 +103,13 @@ static size_t check_stream(const char* what, char* data, size_t len, unsigned ch
   while (at < end) {
     char* nl = memchr(at, '\n', (size_t)(end - at));
     if (nl == NULL) {
-      HC_CHECK(false, "%s: unterminated last line", what);
+      DROPIN_CHECK_MSG(false, "%s: unterminated last line", what);
       break;
     }
     unsigned w, c, l;
     char line[256];
     if (sscanf(at, "w=%u c=%u l=%u ", &w, &c, &l) != 3 || w >= WAVES || c >= CALLS || l >= 64) {
-      HC_CHECK(false, "%s: garbled line at byte %zu", what, (size_t)(at - data));
+      DROPIN_CHECK_MSG(false, "%s: garbled line at byte %zu", what, (size_t)(at - data));
       pf_print_escaped(stderr, at, (size_t)(nl - at) + 1);
       fputc('\n', stderr);
       at = nl + 1;
@@ -117,12 +117,12 @@ static size_t check_stream(const char* what, char* data, size_t len, unsigned ch
     }
     int n = expected_line(w, c, l, line, sizeof(line));
     size_t got = (size_t)(nl - at) + 1;
-    HC_CHECK(got == (size_t)n && memcmp(at, line, got) == 0, "%s: line w=%u c=%u l=%u differs",
+    DROPIN_CHECK_MSG(got == (size_t)n && memcmp(at, line, got) == 0, "%s: line w=%u c=%u l=%u differs",
              what, w, c, l);
-    HC_CHECK(to_stderr(w, c, l) == stderr_stream, "%s: line w=%u c=%u l=%u on the wrong stream",
+    DROPIN_CHECK_MSG(to_stderr(w, c, l) == stderr_stream, "%s: line w=%u c=%u l=%u on the wrong stream",
              what, w, c, l);
     size_t key = ((size_t)w * CALLS + c) * 64 + l;
-    HC_CHECK(seen[key] == 0, "%s: line w=%u c=%u l=%u printed twice", what, w, c, l);
+    DROPIN_CHECK_MSG(seen[key] == 0, "%s: line w=%u c=%u l=%u printed twice", what, w, c, l);
     seen[key] = 1;
     lines++;
     at = nl + 1;
@@ -151,22 +151,22 @@ static void test_many_waves_print_intact_lines(void) {
   size_t expected_lines = 0;
   uint64_t bad_returns = 0;
   for (unsigned w = 0; w < WAVES; ++w) {
-    HC_CHECK(waves[w].rc == 0, "wave %u failed: %d", w, waves[w].rc);
+    DROPIN_CHECK_MSG(waves[w].rc == 0, "wave %u failed: %d", w, waves[w].rc);
     bad_returns += waves[w].bad_returns;
     for (unsigned c = 0; c < CALLS; ++c) expected_lines += (size_t)__builtin_popcountll(waves[w].masks[c]);
   }
-  HC_CHECK(bad_returns == 0, "%llu lanes got a wrong return value", (unsigned long long)bad_returns);
+  DROPIN_CHECK_MSG(bad_returns == 0, "%llu lanes got a wrong return value", (unsigned long long)bad_returns);
   unsigned char* seen = calloc((size_t)WAVES * CALLS * 64, 1);
   if (seen == NULL) exit(1);
   size_t lines = check_stream("stdout", out, out_len, seen, false);
   lines += check_stream("stderr", err, err_len, seen, true);
-  HC_CHECK(lines == expected_lines, "%zu lines printed, %zu expected", lines, expected_lines);
+  DROPIN_CHECK_MSG(lines == expected_lines, "%zu lines printed, %zu expected", lines, expected_lines);
   for (unsigned w = 0; w < WAVES; ++w) {
     for (unsigned c = 0; c < CALLS; ++c) {
       for (unsigned l = 0; l < 64; ++l) {
         bool printed = seen[((size_t)w * CALLS + c) * 64 + l] != 0;
         bool active = (waves[w].masks[c] >> l) & 1;
-        HC_CHECK(printed == active, "w=%u c=%u l=%u printed=%d active=%d", w, c, l, printed, active);
+        DROPIN_CHECK_MSG(printed == active, "w=%u c=%u l=%u printed=%d active=%d", w, c, l, printed, active);
       }
     }
   }
@@ -193,6 +193,6 @@ int main(void) {
   disableHostcalls(buffers[1], (const void*)0x6160);
   free(buffers[1]);
   pf_teardown(buffers[0]);
-  printf("%s: %d failure(s)\n", hc_failures ? "FAILED" : "passed", hc_failures);
-  return hc_failures ? 1 : 0;
+  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
+  return dropin_failures ? 1 : 0;
 }

@@ -97,7 +97,7 @@ static void compare_stream(const char* what, const char* got, size_t got_len, co
   size_t diff = 0;
   while (diff < got_len && diff < want_len && got[diff] == want[diff]) ++diff;
   size_t c = case_at(diff);
-  HC_CHECK(false, "%s: output differs at byte %zu (case %zu, format follows)", what, diff, c);
+  DROPIN_CHECK_MSG(false, "%s: output differs at byte %zu (case %zu, format follows)", what, diff, c);
   pf_print_escaped(stderr, cases[c].format, strlen(cases[c].format));
   fprintf(stderr, "\n  want: ");
   pf_print_escaped(stderr, cases[c].expected, (size_t)cases[c].expected_len);
@@ -129,15 +129,15 @@ static void run_sequential(pf_packing_t packing, uint64_t control, const char* w
   size_t out_len, err_len;
   pf_capture_end(&out, &out_len, &err, &err_len);
   for (size_t i = 0; i < case_count; ++i) {
-    HC_CHECK(rcs[i] == 0, "%s case %zu: send failed %d", what, i, rcs[i]);
-    HC_CHECK(results[i] == (uint64_t)(int64_t)cases[i].expected_len,
+    DROPIN_CHECK_MSG(rcs[i] == 0, "%s case %zu: send failed %d", what, i, rcs[i]);
+    DROPIN_CHECK_MSG(results[i] == (uint64_t)(int64_t)cases[i].expected_len,
              "%s case %zu (%s): return %lld, snprintf %d", what, i, cases[i].format,
              (long long)results[i], cases[i].expected_len);
   }
   const char* got = control & 1 ? err : out;
   size_t got_len = control & 1 ? err_len : out_len;
   compare_stream(what, got, got_len, all_expected, all_expected_len);
-  HC_CHECK((control & 1 ? out_len : err_len) == 0, "%s: %zu bytes on the other stream", what,
+  DROPIN_CHECK_MSG((control & 1 ? out_len : err_len) == 0, "%s: %zu bytes on the other stream", what,
            control & 1 ? out_len : err_len);
   free(out);
   free(err);
@@ -204,11 +204,11 @@ static void test_corpus_64_lanes_at_once(void) {
   char *out, *err;
   size_t out_len, err_len;
   pf_capture_end(&out, &out_len, &err, &err_len);
-  HC_CHECK(rc_all == 0, "wave send failed: %d", rc_all);
-  HC_CHECK(bad_returns == 0, "%llu lanes got a wrong return value", (unsigned long long)bad_returns);
-  HC_CHECK(out_len == want_len && memcmp(out, want, want_len) == 0,
+  DROPIN_CHECK_MSG(rc_all == 0, "wave send failed: %d", rc_all);
+  DROPIN_CHECK_MSG(bad_returns == 0, "%llu lanes got a wrong return value", (unsigned long long)bad_returns);
+  DROPIN_CHECK_MSG(out_len == want_len && memcmp(out, want, want_len) == 0,
            "64-lane output differs (%zu bytes, want %zu)", out_len, want_len);
-  HC_CHECK(err_len == 0, "stderr not empty");
+  DROPIN_CHECK_MSG(err_len == 0, "stderr not empty");
   free(out);
   free(err);
   free(want);
@@ -236,17 +236,17 @@ static void test_special_cases(void) {
   };
   for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); ++i) {
     uint64_t result = 0;
-    HC_CHECK(pf_encode(&message, PF_PER_ARGUMENT, 0, special[i].format, special[i].args, special[i].n),
+    DROPIN_CHECK_MSG(pf_encode(&message, PF_PER_ARGUMENT, 0, special[i].format, special[i].args, special[i].n),
              "encode");
     pf_capture_begin();
     int rc = pf_send(buffer, &message, &result);
     char *out, *err;
     size_t out_len, err_len;
     pf_capture_end(&out, &out_len, &err, &err_len);
-    HC_CHECK(rc == 0, "send %d", rc);
-    HC_CHECK(out_len == strlen(special[i].want) && memcmp(out, special[i].want, out_len) == 0,
+    DROPIN_CHECK_MSG(rc == 0, "send %d", rc);
+    DROPIN_CHECK_MSG(out_len == strlen(special[i].want) && memcmp(out, special[i].want, out_len) == 0,
              "special %zu (%s): got %zu bytes '%s'", i, special[i].format, out_len, out);
-    HC_CHECK(result == strlen(special[i].want), "special %zu: return %llu", i, (unsigned long long)result);
+    DROPIN_CHECK_MSG(result == strlen(special[i].want), "special %zu: return %llu", i, (unsigned long long)result);
     free(out);
     free(err);
   }
@@ -278,6 +278,6 @@ int main(void) {
   HC_RUN(test_special_cases);
   pf_teardown(buffer);
   free(all_expected);
-  printf("%s: %d failure(s)\n", hc_failures ? "FAILED" : "passed", hc_failures);
-  return hc_failures ? 1 : 0;
+  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
+  return dropin_failures ? 1 : 0;
 }

@@ -29,7 +29,7 @@
 #define PF_POISON_DESCRIPTOR (((1ull << 56) - 1) << PF_DESC_ID_SHIFT)
 #define PF_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 
-/* Checks and test runner: the hostcall suite's (HC_CHECK, HC_RUN, hc_failures). */
+/* Checks and test runner: the hostcall suite's (dropin_check.h, HC_RUN). */
 #include "hc_test.h"
 
 /* ---- Arguments ----------------------------------------------------------- */

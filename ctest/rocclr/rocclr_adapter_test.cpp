@@ -106,7 +106,7 @@ uint64_t devmem(void* buffer, uint64_t address, uint64_t size) {
   addresses[0] = address;
   sizes[0] = size;
   int rc = device_sim_devmem_request(buffer, 1, addresses, sizes, answers, kTimeoutNs);
-  HC_CHECK(rc == DEVICE_SIM_OK, "devmem request: %s", device_sim_error_string(rc));
+  DROPIN_CHECK_MSG(rc == DEVICE_SIM_OK, "devmem request: %s", device_sim_error_string(rc));
   return answers[0];
 }
 
@@ -114,50 +114,50 @@ uint64_t devmem(void* buffer, uint64_t address, uint64_t size) {
 
 void test_sizes() {
   for (uint32_t n : {1u, 2u, 8u, 100u, 4096u}) {
-    HC_CHECK(amd::getHostcallBufferSize(n) == amdgpu_dropin_hostcall_buffer_size(kProtocol, n),
+    DROPIN_CHECK_MSG(amd::getHostcallBufferSize(n) == amdgpu_dropin_hostcall_buffer_size(kProtocol, n),
              "size of %u packets", n);
   }
   size_t expected = kPhaseBit ? device_sim_phase_buffer_size(8) : device_sim_buffer_size(8);
-  HC_CHECK(amd::getHostcallBufferSize(8) == expected, "size %zu, the simulator's %zu",
+  DROPIN_CHECK_MSG(amd::getHostcallBufferSize(8) == expected, "size %zu, the simulator's %zu",
            amd::getHostcallBufferSize(8), expected);
-  HC_CHECK(amd::getHostcallBufferAlignment() == 8, "alignment %u", amd::getHostcallBufferAlignment());
+  DROPIN_CHECK_MSG(amd::getHostcallBufferAlignment() == 8, "alignment %u", amd::getHostcallBufferAlignment());
 }
 
 void test_function_call_and_printf() {
   amd::Device dev(0);
   long live0 = amd::standin::live_memory();
   HostcallBuffer b = allocBuffer(dev);
-  HC_REQUIRE(enable(dev, b), "enable");
-  HC_CHECK(device_sim_fc_checked_call(b.memory, ~0ull, 7, kTimeoutNs) == 0, "function call, 64 lanes");
-  HC_CHECK(device_sim_fc_checked_call(b.memory, 0x5, 8, kTimeoutNs) == 0, "function call, 2 lanes");
+  DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(b.memory, ~0ull, 7, kTimeoutNs) == 0, "function call, 64 lanes");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(b.memory, 0x5, 8, kTimeoutNs) == 0, "function call, 2 lanes");
 
   static pf_message_t message;
   pf_arg_t args[2] = {pf_i32(42), pf_str("rocclr")};
-  HC_REQUIRE(pf_encode(&message, PF_PER_ARGUMENT, 0, "hello %d from %s\n", args, 2), "encode");
+  DROPIN_REQUIRE_MSG(pf_encode(&message, PF_PER_ARGUMENT, 0, "hello %d from %s\n", args, 2), "encode");
   uint64_t result = 0;
   pf_capture_begin();
   int rc = pf_send(b.memory, &message, &result);
   char *out = nullptr, *err = nullptr;
   size_t out_len = 0, err_len = 0;
   pf_capture_end(&out, &out_len, &err, &err_len);
-  HC_CHECK(rc == 0, "printf send: %d", rc);
-  HC_CHECK(out != nullptr && std::string(out, out_len) == "hello 42 from rocclr\n", "printf output '%s'",
+  DROPIN_CHECK_MSG(rc == 0, "printf send: %d", rc);
+  DROPIN_CHECK_MSG(out != nullptr && std::string(out, out_len) == "hello 42 from rocclr\n", "printf output '%s'",
            out != nullptr ? out : "");
-  HC_CHECK(result == 21, "printf returned %llu", static_cast<unsigned long long>(result));
+  DROPIN_CHECK_MSG(result == 21, "printf returned %llu", static_cast<unsigned long long>(result));
   std::free(out);
   std::free(err);
 
   amd::disableHostcalls(b.memory);
   freeBuffer(b);
   // The bitmap (phase-bit) went with the disable.
-  HC_CHECK(amd::standin::live_memory() == live0, "live memory objects %ld, before %ld",
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "live memory objects %ld, before %ld",
            amd::standin::live_memory(), live0);
 }
 
 void test_devmem() {
   amd::Device dev(0);
   HostcallBuffer b = allocBuffer(dev);
-  HC_REQUIRE(enable(dev, b), "enable");
+  DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
   long live0 = amd::standin::live_memory();
   size_t map0 = amd::MemObjMap::size();
 
@@ -165,44 +165,44 @@ void test_devmem() {
   uint64_t addresses[64] = {0}, sizes[64] = {0}, answers[64] = {0};
   const uint64_t wanted[4] = {64, 2 * amd::Mi, 4096, 100};
   for (int i = 0; i < 4; ++i) sizes[i] = wanted[i];
-  HC_REQUIRE(device_sim_devmem_request(b.memory, 0xF, addresses, sizes, answers, kTimeoutNs) == 0,
+  DROPIN_REQUIRE_MSG(device_sim_devmem_request(b.memory, 0xF, addresses, sizes, answers, kTimeoutNs) == 0,
              "devmem allocate");
   for (int i = 0; i < 4; ++i) {
-    HC_CHECK(answers[i] != 0, "lane %d got no memory", i);
-    HC_CHECK(amd::standin::context_of(answers[i]) == &dev.context(), "lane %d: block not in the device's context", i);
+    DROPIN_CHECK_MSG(answers[i] != 0, "lane %d got no memory", i);
+    DROPIN_CHECK_MSG(amd::standin::context_of(answers[i]) == &dev.context(), "lane %d: block not in the device's context", i);
     long alignment = amd::standin::alignment_of(answers[i]);
     long expected = (kTree2026 && wanted[i] == 2 * amd::Mi) ? static_cast<long>(2 * amd::Mi) : 0;
-    HC_CHECK(alignment == expected, "lane %d (%llu bytes): alignment %ld, expected %ld", i,
+    DROPIN_CHECK_MSG(alignment == expected, "lane %d (%llu bytes): alignment %ld, expected %ld", i,
              static_cast<unsigned long long>(wanted[i]), alignment, expected);
     // Use it: the simulated device memory is host memory.
     std::memset(reinterpret_cast<void*>(static_cast<uintptr_t>(answers[i])), i, wanted[i]);
   }
-  HC_CHECK(amd::standin::live_memory() == live0 + 4, "live %ld, expected %ld", amd::standin::live_memory(),
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0 + 4, "live %ld, expected %ld", amd::standin::live_memory(),
            live0 + 4);
-  HC_CHECK(amd::MemObjMap::size() == map0 + 4, "MemObjMap holds %zu", amd::MemObjMap::size());
+  DROPIN_CHECK_MSG(amd::MemObjMap::size() == map0 + 4, "MemObjMap holds %zu", amd::MemObjMap::size());
 #if defined(STANDIN_ROCCLR_2026)
-  HC_CHECK(dev.trackedHostcallMemory() == 4, "device tracks %zu blocks", dev.trackedHostcallMemory());
+  DROPIN_CHECK_MSG(dev.trackedHostcallMemory() == 4, "device tracks %zu blocks", dev.trackedHostcallMemory());
 #endif
 
   // Free them in one wave.
   uint64_t frees[64] = {0}, zero[64] = {0};
   for (int i = 0; i < 4; ++i) frees[i] = answers[i];
-  HC_CHECK(device_sim_devmem_request(b.memory, 0xF, frees, zero, answers, kTimeoutNs) == 0, "devmem free");
-  HC_CHECK(amd::standin::live_memory() == live0, "live %ld after the frees, expected %ld",
+  DROPIN_CHECK_MSG(device_sim_devmem_request(b.memory, 0xF, frees, zero, answers, kTimeoutNs) == 0, "devmem free");
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "live %ld after the frees, expected %ld",
            amd::standin::live_memory(), live0);
-  HC_CHECK(amd::MemObjMap::size() == map0, "MemObjMap holds %zu after the frees", amd::MemObjMap::size());
+  DROPIN_CHECK_MSG(amd::MemObjMap::size() == map0, "MemObjMap holds %zu after the frees", amd::MemObjMap::size());
 #if defined(STANDIN_ROCCLR_2026)
-  HC_CHECK(dev.trackedHostcallMemory() == 0, "device tracks %zu blocks after the frees",
+  DROPIN_CHECK_MSG(dev.trackedHostcallMemory() == 0, "device tracks %zu blocks after the frees",
            dev.trackedHostcallMemory());
 #endif
 
   // Blocks left at disable stay ROCclr's, as with ROCclr's own file: the
   // device heap is per device, other queues may still use them.
   uint64_t kept = devmem(b.memory, 0, 256);
-  HC_CHECK(kept != 0, "allocation");
+  DROPIN_CHECK_MSG(kept != 0, "allocation");
   amd::disableHostcalls(b.memory);
   freeBuffer(b);
-  HC_CHECK(amd::standin::live_memory() == live0 - (kPhaseBit ? 1 : 0) + 1, "live %ld after disable",
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0 - (kPhaseBit ? 1 : 0) + 1, "live %ld after disable",
            amd::standin::live_memory());
 #if defined(STANDIN_ROCCLR_2026)
   // The device's own cleanup releases what it tracks.
@@ -210,61 +210,61 @@ void test_devmem() {
 #else
   // ROCclr of 2024 leaves them to the process; the test frees them.
   amd::Memory* mem = amd::MemObjMap::FindMemObj(reinterpret_cast<void*>(static_cast<uintptr_t>(kept)));
-  HC_REQUIRE(mem != nullptr, "kept block is in MemObjMap");
+  DROPIN_REQUIRE_MSG(mem != nullptr, "kept block is in MemObjMap");
   amd::MemObjMap::RemoveMemObj(reinterpret_cast<void*>(static_cast<uintptr_t>(kept)));
   mem->release();
 #endif
-  HC_CHECK(amd::standin::live_memory() == live0 - (kPhaseBit ? 1 : 0), "live %ld at the end",
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0 - (kPhaseBit ? 1 : 0), "live %ld at the end",
            amd::standin::live_memory());
-  HC_CHECK(amd::MemObjMap::size() == map0, "MemObjMap holds %zu at the end", amd::MemObjMap::size());
+  DROPIN_CHECK_MSG(amd::MemObjMap::size() == map0, "MemObjMap holds %zu at the end", amd::MemObjMap::size());
 }
 
 void test_devmem_failures() {
   amd::Device dev(0);
   HostcallBuffer b = allocBuffer(dev);
-  HC_REQUIRE(enable(dev, b), "enable");
+  DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
   long live0 = amd::standin::live_memory();
   size_t map0 = amd::MemObjMap::size();
   amd::standin::log_clear();
 
   amd::standin::fail_next_creates(1);
-  HC_CHECK(devmem(b.memory, 0, 4096) == 0, "create() failing answers 0");
-  HC_CHECK(amd::standin::live_memory() == live0, "create() failing: the buffer was released");
+  DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "create() failing answers 0");
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "create() failing: the buffer was released");
 
   amd::standin::fail_next_news(1);
-  HC_CHECK(devmem(b.memory, 0, 4096) == 0, "operator new failing answers 0");
+  DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "operator new failing answers 0");
 
   amd::standin::set_device_memory_mode(amd::standin::DeviceMemoryMode::kNull);
-  HC_CHECK(devmem(b.memory, 0, 4096) == 0, "no device memory answers 0");
-  HC_CHECK(amd::standin::live_memory() == live0, "no device memory: the buffer was released");
+  DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "no device memory answers 0");
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "no device memory: the buffer was released");
   amd::standin::set_device_memory_mode(amd::standin::DeviceMemoryMode::kZeroAddress);
-  HC_CHECK(devmem(b.memory, 0, 4096) == 0, "device address 0 answers 0");
-  HC_CHECK(amd::standin::live_memory() == live0, "device address 0: the buffer was released");
+  DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "device address 0 answers 0");
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "device address 0: the buffer was released");
   amd::standin::set_device_memory_mode(amd::standin::DeviceMemoryMode::kNormal);
-  HC_CHECK(amd::MemObjMap::size() == map0, "nothing registered for failed allocations");
+  DROPIN_CHECK_MSG(amd::MemObjMap::size() == map0, "nothing registered for failed allocations");
 
   // Unknown pointer, and a pointer inside a block: logged, nothing freed.
   devmem(b.memory, 0xdead0000, 0);
-  HC_CHECK(amd::standin::log_count("Unknown pointer") == 1, "unknown pointer logged once");
+  DROPIN_CHECK_MSG(amd::standin::log_count("Unknown pointer") == 1, "unknown pointer logged once");
   uint64_t block = devmem(b.memory, 0, 4096);
-  HC_REQUIRE(block != 0, "allocation");
+  DROPIN_REQUIRE_MSG(block != 0, "allocation");
   devmem(b.memory, block + 64, 0);
-  HC_CHECK(amd::standin::log_count("inside a block") == 1, "interior pointer logged");
-  HC_CHECK(amd::standin::live_memory() == live0 + 1, "the block survives a free of its interior");
+  DROPIN_CHECK_MSG(amd::standin::log_count("inside a block") == 1, "interior pointer logged");
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0 + 1, "the block survives a free of its interior");
 
   // Both words 0: logged, answered 0, nothing else happens (ROCm/clr of 2024 aborts).
   uint64_t answer = devmem(b.memory, 0, 0);
-  HC_CHECK(answer == 0, "both-zero request answered %llu", static_cast<unsigned long long>(answer));
-  HC_CHECK(amd::standin::log_count("both 0") == 1, "both-zero request logged");
+  DROPIN_CHECK_MSG(answer == 0, "both-zero request answered %llu", static_cast<unsigned long long>(answer));
+  DROPIN_CHECK_MSG(amd::standin::log_count("both 0") == 1, "both-zero request logged");
   bool logged_as_error = false;
   for (const auto& entry : amd::standin::log_entries()) {
     if (entry.text.find("both 0") != std::string::npos) logged_as_error = entry.level == amd::LOG_ERROR;
   }
-  HC_CHECK(logged_as_error, "both-zero request logged as an error");
+  DROPIN_CHECK_MSG(logged_as_error, "both-zero request logged as an error");
   // Still served afterwards.
   devmem(b.memory, block, 0);
-  HC_CHECK(amd::standin::live_memory() == live0, "block freed");
-  HC_CHECK(device_sim_fc_checked_call(b.memory, 1, 3, kTimeoutNs) == 0, "still serving");
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "block freed");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(b.memory, 1, 3, kTimeoutNs) == 0, "still serving");
 
   amd::disableHostcalls(b.memory);
   freeBuffer(b);
@@ -273,7 +273,7 @@ void test_devmem_failures() {
 void test_sanitizer() {
   amd::Device dev(3);
   HostcallBuffer b = allocBuffer(dev);
-  HC_REQUIRE(enable(dev, b), "enable");
+  DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
   uint64_t addresses[64] = {0};
   addresses[1] = 0x7000;
   addresses[4] = 0x7008;
@@ -285,22 +285,22 @@ void test_sanitizer() {
   char *out = nullptr, *err = nullptr;
   size_t out_len = 0, err_len = 0;
   pf_capture_end(&out, &out_len, &err, &err_len);
-  HC_CHECK(rc == 0, "sanitizer report: %d", rc);
+  DROPIN_CHECK_MSG(rc == 0, "sanitizer report: %d", rc);
   auto calls = amd::standin::sanitizer_calls();
   bool printed = err != nullptr && hc_contains(err, "sanitizer");
   if (kAsanRoute) {
-    HC_CHECK(calls.size() == before + 1, "handleSanitizerService called %zu times", calls.size() - before);
+    DROPIN_CHECK_MSG(calls.size() == before + 1, "handleSanitizerService called %zu times", calls.size() - before);
     if (calls.size() == before + 1) {
       const auto& call = calls.back();
-      HC_CHECK(call.activemask == 0x12, "activemask %llx", static_cast<unsigned long long>(call.activemask));
-      HC_CHECK(call.device == &dev, "device");
-      HC_CHECK(call.uri_locator != nullptr, "a URI locator");
-      HC_CHECK(call.first_slot[0] == 0x7000 && call.first_slot[1] == 0x4242, "first lane's words");
+      DROPIN_CHECK_MSG(call.activemask == 0x12, "activemask %llx", static_cast<unsigned long long>(call.activemask));
+      DROPIN_CHECK_MSG(call.device == &dev, "device");
+      DROPIN_CHECK_MSG(call.uri_locator != nullptr, "a URI locator");
+      DROPIN_CHECK_MSG(call.first_slot[0] == 0x7000 && call.first_slot[1] == 0x4242, "first lane's words");
     }
-    HC_CHECK(!printed, "the library's default printed too: %s", err != nullptr ? err : "");
+    DROPIN_CHECK_MSG(!printed, "the library's default printed too: %s", err != nullptr ? err : "");
   } else {
-    HC_CHECK(calls.size() == before, "handleSanitizerService called outside an ASan build");
-    HC_CHECK(printed, "no report printed by the default: '%s'", err != nullptr ? err : "");
+    DROPIN_CHECK_MSG(calls.size() == before, "handleSanitizerService called outside an ASan build");
+    DROPIN_CHECK_MSG(printed, "no report printed by the default: '%s'", err != nullptr ? err : "");
   }
   std::free(out);
   std::free(err);
@@ -312,26 +312,26 @@ void test_two_devices() {
   amd::Device dev_a(0), dev_b(1);
   int threads0 = hc_thread_count();
   HostcallBuffer a = allocBuffer(dev_a), b = allocBuffer(dev_b);
-  HC_REQUIRE(enable(dev_a, a), "enable a");
-  HC_REQUIRE(enable(dev_b, b), "enable b");
+  DROPIN_REQUIRE_MSG(enable(dev_a, a), "enable a");
+  DROPIN_REQUIRE_MSG(enable(dev_b, b), "enable b");
   // One listener thread serves both devices.
-  HC_CHECK(hc_thread_count() == threads0 + 1, "%d threads with two devices' buffers, %d before",
+  DROPIN_CHECK_MSG(hc_thread_count() == threads0 + 1, "%d threads with two devices' buffers, %d before",
            hc_thread_count(), threads0);
   uint64_t block_a = devmem(a.memory, 0, 512), block_b = devmem(b.memory, 0, 512);
-  HC_CHECK(amd::standin::context_of(block_a) == &dev_a.context(), "a's block in a's context");
-  HC_CHECK(amd::standin::context_of(block_b) == &dev_b.context(), "b's block in b's context");
+  DROPIN_CHECK_MSG(amd::standin::context_of(block_a) == &dev_a.context(), "a's block in a's context");
+  DROPIN_CHECK_MSG(amd::standin::context_of(block_b) == &dev_b.context(), "b's block in b's context");
 #if defined(STANDIN_ROCCLR_2026)
-  HC_CHECK(dev_a.trackedHostcallMemory() == 1 && dev_b.trackedHostcallMemory() == 1, "tracked per device");
+  DROPIN_CHECK_MSG(dev_a.trackedHostcallMemory() == 1 && dev_b.trackedHostcallMemory() == 1, "tracked per device");
 #endif
   devmem(a.memory, block_a, 0);
   devmem(b.memory, block_b, 0);
   amd::disableHostcalls(a.memory);
   freeBuffer(a);
-  HC_CHECK(hc_thread_count() == threads0 + 1, "the listener stays for b");
-  HC_CHECK(device_sim_fc_checked_call(b.memory, 3, 9, kTimeoutNs) == 0, "b still served");
+  DROPIN_CHECK_MSG(hc_thread_count() == threads0 + 1, "the listener stays for b");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(b.memory, 3, 9, kTimeoutNs) == 0, "b still served");
   amd::disableHostcalls(b.memory);
   freeBuffer(b);
-  HC_CHECK(hc_wait_thread_count(threads0, 5000) == threads0, "the last disable stops the listener");
+  DROPIN_CHECK_MSG(hc_wait_thread_count(threads0, 5000) == threads0, "the last disable stops the listener");
 }
 
 void test_enable_failures() {
@@ -340,45 +340,45 @@ void test_enable_failures() {
   amd::standin::log_clear();
   HostcallBuffer b = allocBuffer(dev);
 #if defined(USE_NEW_HOSTCALL_IMPL)
-  HC_CHECK(!amd::enableHostcalls(dev, b.memory, kPackets, nullptr), "no bitmap");
+  DROPIN_CHECK_MSG(!amd::enableHostcalls(dev, b.memory, kPackets, nullptr), "no bitmap");
   amd::standin::set_device_memory_mode(amd::standin::DeviceMemoryMode::kNull);
-  HC_CHECK(!amd::enableHostcalls(dev, b.memory, kPackets, b.occupied), "bitmap without device memory");
+  DROPIN_CHECK_MSG(!amd::enableHostcalls(dev, b.memory, kPackets, b.occupied), "bitmap without device memory");
   amd::standin::set_device_memory_mode(amd::standin::DeviceMemoryMode::kZeroAddress);
-  HC_CHECK(!amd::enableHostcalls(dev, b.memory, kPackets, b.occupied), "bitmap at device address 0");
+  DROPIN_CHECK_MSG(!amd::enableHostcalls(dev, b.memory, kPackets, b.occupied), "bitmap at device address 0");
   amd::standin::set_device_memory_mode(amd::standin::DeviceMemoryMode::kNormal);
-  HC_CHECK(!amd::enableHostcalls(other, b.memory, kPackets, b.occupied), "bitmap of another device");
+  DROPIN_CHECK_MSG(!amd::enableHostcalls(other, b.memory, kPackets, b.occupied), "bitmap of another device");
   amd::Memory* small = newBitmap(dev, 4);
-  HC_CHECK(!amd::enableHostcalls(dev, b.memory, 64, small), "bitmap too small for 64 packets");
+  DROPIN_CHECK_MSG(!amd::enableHostcalls(dev, b.memory, 64, small), "bitmap too small for 64 packets");
   small->release();
 #else
-  HC_CHECK(!amd::enableHostcalls(dev, b.memory, 1), "one packet");
+  DROPIN_CHECK_MSG(!amd::enableHostcalls(dev, b.memory, 1), "one packet");
 #endif
   HostcallBuffer null_buffer{nullptr, b.occupied};
-  HC_CHECK(!enable(dev, null_buffer), "null buffer");
+  DROPIN_CHECK_MSG(!enable(dev, null_buffer), "null buffer");
   void* memory = nullptr;
-  HC_REQUIRE(posix_memalign(&memory, 4096, amd::getHostcallBufferSize(kPackets) + 8) == 0, "alloc");
+  DROPIN_REQUIRE_MSG(posix_memalign(&memory, 4096, amd::getHostcallBufferSize(kPackets) + 8) == 0, "alloc");
   HostcallBuffer misaligned{static_cast<char*>(memory) + 4, b.occupied};
-  HC_CHECK(!enable(dev, misaligned), "misaligned buffer");
+  DROPIN_CHECK_MSG(!enable(dev, misaligned), "misaligned buffer");
   std::free(memory);
-  HC_CHECK(amd::standin::log_count("Failed") >= 1, "failures logged");
+  DROPIN_CHECK_MSG(amd::standin::log_count("Failed") >= 1, "failures logged");
   // A failed enable leaves nothing behind: the same buffer enables now,
   // with the adapter's DEVMEM.
-  HC_REQUIRE(enable(dev, b), "enable after the failures");
+  DROPIN_REQUIRE_MSG(enable(dev, b), "enable after the failures");
   uint64_t first = devmem(b.memory, 0, 64);
-  HC_CHECK(first != 0 && amd::standin::context_of(first) == &dev.context(), "DEVMEM after the failures");
+  DROPIN_CHECK_MSG(first != 0 && amd::standin::context_of(first) == &dev.context(), "DEVMEM after the failures");
   devmem(b.memory, first, 0);
   amd::disableHostcalls(b.memory);
   freeBuffer(b);
-  HC_CHECK(amd::standin::live_memory() == live0, "failed enables keep no object (live %ld, before %ld)",
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "failed enables keep no object (live %ld, before %ld)",
            amd::standin::live_memory(), live0);
 
   // A buffer enabled twice: the second fails, the first still works, and
   // its services are the adapter's (DEVMEM through ROCclr's objects).
   HostcallBuffer c = allocBuffer(dev);
-  HC_REQUIRE(enable(dev, c), "enable");
-  HC_CHECK(!enable(dev, c), "enabled twice");
+  DROPIN_REQUIRE_MSG(enable(dev, c), "enable");
+  DROPIN_CHECK_MSG(!enable(dev, c), "enabled twice");
   uint64_t block = devmem(c.memory, 0, 128);
-  HC_CHECK(block != 0 && amd::standin::context_of(block) == &dev.context(), "DEVMEM still ROCclr's");
+  DROPIN_CHECK_MSG(block != 0 && amd::standin::context_of(block) == &dev.context(), "DEVMEM still ROCclr's");
   devmem(c.memory, block, 0);
   amd::disableHostcalls(c.memory);
   freeBuffer(c);
@@ -386,8 +386,8 @@ void test_enable_failures() {
   amd::standin::log_clear();
   int unknown = 0;
   amd::disableHostcalls(&unknown);
-  HC_CHECK(amd::standin::log_count("not registered") == 1, "unknown buffer logged");
-  HC_CHECK(amd::standin::live_memory() == live0, "live %ld at the end", amd::standin::live_memory());
+  DROPIN_CHECK_MSG(amd::standin::log_count("not registered") == 1, "unknown buffer logged");
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "live %ld at the end", amd::standin::live_memory());
 }
 
 // Child: exit() while waves call and a DEVMEM block is out.
@@ -415,8 +415,8 @@ int child_exit_in_use() {
 
 void test_exit_in_use() {
   hc_child_result_t result;
-  HC_REQUIRE(hc_spawn_child("exit_in_use", nullptr, 30000, &result), "spawn");
-  HC_CHECK(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
+  DROPIN_REQUIRE_MSG(hc_spawn_child("exit_in_use", nullptr, 30000, &result), "spawn");
+  DROPIN_CHECK_MSG(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
 }
 
 // Parent enabled with traffic; the forked child uses the adapter on its own.
@@ -443,19 +443,19 @@ void test_fork_in_use() {
 #endif
   amd::Device dev(0);
   HostcallBuffer b = allocBuffer(dev);
-  HC_REQUIRE(enable(dev, b), "enable");
+  DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
   void* buffers[1] = {b.memory};
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 2, 0, 11, kTimeoutNs);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
-  HC_REQUIRE(waves != nullptr, "waves");
+  DROPIN_REQUIRE_MSG(waves != nullptr, "waves");
   uint64_t block = devmem(b.memory, 0, 4096);
   hc_child_result_t result;
   bool forked = hc_fork_child(child_after_fork, 30000, &result);
-  HC_CHECK(forked, "fork");
-  if (forked) HC_CHECK(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
+  DROPIN_CHECK_MSG(forked, "fork");
+  if (forked) DROPIN_CHECK_MSG(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
   device_sim_waves_stop(waves);
   device_sim_waves_result_t waves_result;
-  HC_CHECK(device_sim_waves_join(waves, &waves_result) == 0, "parent's waves: %s", waves_result.first_failure);
+  DROPIN_CHECK_MSG(device_sim_waves_join(waves, &waves_result) == 0, "parent's waves: %s", waves_result.first_failure);
   devmem(b.memory, block, 0);
   amd::disableHostcalls(b.memory);
   freeBuffer(b);
@@ -472,23 +472,23 @@ int32_t foreignDevmem(void* user, void* buffer, uint32_t service, uint32_t lane,
 void test_failed_enable_keeps_foreign_handlers() {
   amd::Device dev(0);
   HostcallBuffer b = allocBuffer(dev);
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, nullptr,
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, nullptr,
                                                           foreignDevmem, nullptr) == AMDGPU_DROPIN_HOSTCALL_OK,
              "process-wide handler");
   HostcallBuffer null_buffer{nullptr, b.occupied};
-  HC_CHECK(!enable(dev, null_buffer), "null buffer");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, nullptr) ==
+  DROPIN_CHECK_MSG(!enable(dev, null_buffer), "null buffer");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, nullptr) ==
                AMDGPU_DROPIN_HOSTCALL_OK,
            "the process-wide DEVMEM handler was removed by a failed enable");
-  HC_REQUIRE(amdgpu_dropin_hostcall_register_lane_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, b.memory,
+  DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, b.memory,
                                                           foreignDevmem, nullptr) == AMDGPU_DROPIN_HOSTCALL_OK,
              "per-buffer handler");
-  HC_CHECK(!enable(dev, b), "enable over another DEVMEM handler of the buffer");
-  HC_CHECK(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, b.memory) ==
+  DROPIN_CHECK_MSG(!enable(dev, b), "enable over another DEVMEM handler of the buffer");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, b.memory) ==
                AMDGPU_DROPIN_HOSTCALL_OK,
            "the buffer's own DEVMEM handler was removed by a failed enable");
   // Nothing of it left either: the buffer enables now.
-  HC_REQUIRE(enable(dev, b), "enable");
+  DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
   amd::disableHostcalls(b.memory);
   freeBuffer(b);
 }
@@ -517,7 +517,7 @@ void test_fork_during_devmem() {
 #endif
   amd::Device dev(0);
   HostcallBuffer b = allocBuffer(dev);
-  HC_REQUIRE(enable(dev, b), "enable");
+  DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> rounds{0};
   std::thread traffic([&] {
@@ -531,7 +531,7 @@ void test_fork_during_devmem() {
   for (int i = 0; i < 20; ++i) {
     hc_child_result_t result;
     bool forked = hc_fork_child(child_enable_after_fork, 5000, &result);
-    HC_CHECK(forked && result.exited && result.exit_code == 0, "fork %d: child %s", i,
+    DROPIN_CHECK_MSG(forked && result.exited && result.exit_code == 0, "fork %d: child %s", i,
              forked ? hc_child_describe(&result) : "did not start");
     if (!forked || !result.exited || result.exit_code != 0) break;
   }
@@ -561,7 +561,7 @@ int main(int argc, char** argv) {
   HC_RUN(test_fork_in_use);
   HC_RUN(test_failed_enable_keeps_foreign_handlers);
   HC_RUN(test_fork_during_devmem);
-  HC_CHECK(amd::standin::violations() == 0, "%ld stand-in ROCclr contract violations", amd::standin::violations());
-  printf("%s\n", hc_failures == 0 ? "PASS" : "FAIL");
-  return hc_failures == 0 ? 0 : 1;
+  DROPIN_CHECK_MSG(amd::standin::violations() == 0, "%ld stand-in ROCclr contract violations", amd::standin::violations());
+  printf("%s\n", dropin_failures == 0 ? "PASS" : "FAIL");
+  return dropin_failures == 0 ? 0 : 1;
 }

@@ -12,6 +12,7 @@
  * Exit status: 0 pass, 1 failure, 77 skipped (no GPU on a real ROCr).
  */
 #define _GNU_SOURCE
+#include "dropin_check.h"
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@
 #endif
 
 //===----------------------------------------------------------------------===//
-// Layouts shared with the library (SPEC 2)
+// Layouts shared with the library (docs/iree.md#layouts-shared-with-iree)
 //===----------------------------------------------------------------------===//
 
 _Static_assert(sizeof(iree_hal_amdgpu_topology_t) == 2144, "topology size");
@@ -64,17 +65,8 @@ _Static_assert(sizeof(iree_hal_amdgpu_vmem_memory_type_t) == 4, "");
 // Harness
 //===----------------------------------------------------------------------===//
 
-static int g_failures = 0;
+DROPIN_CHECK_DEFINE_FAILURES;
 
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,     \
-              #cond);                                                      \
-      ++g_failures;                                                        \
-      return;                                                              \
-    }                                                                      \
-  } while (0)
 
 // Checks a status's code and (when the allocator is linked in) that its
 // message contains `substring` (NULL: any), then frees it. Without the
@@ -109,13 +101,8 @@ static int check_status(iree_status_t status, iree_status_code_t code,
   return ok;
 }
 
-#define CHECK_STATUS(expr, code, substring)                                 \
-  do {                                                                      \
-    if (!check_status((expr), (code), (substring), __FILE__, __LINE__)) {   \
-      ++g_failures;                                                         \
-      return;                                                               \
-    }                                                                       \
-  } while (0)
+#define CHECK_STATUS(expr, code, substring) \
+  DROPIN_REQUIRE_MSG(check_status((expr), (code), (substring), __FILE__, __LINE__), "%s", #expr)
 #define CHECK_OK(expr) CHECK_STATUS(expr, IREE_STATUS_OK, NULL)
 
 static bool is_zero(const void* p, size_t n) {
@@ -351,22 +338,22 @@ static void test_find_pools(void) {
     if (expect.handle) {
       CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(
           &g_libhsa, agents[i], &pool));
-      CHECK(pool.handle == expect.handle);
+      DROPIN_REQUIRE(pool.handle == expect.handle);
       pool.handle = 0xDEAD;
-      CHECK(iree_hal_amdgpu_try_find_coarse_global_memory_pool(
+      DROPIN_REQUIRE(iree_hal_amdgpu_try_find_coarse_global_memory_pool(
           &g_libhsa, agents[i], &pool));
-      CHECK(pool.handle == expect.handle);
+      DROPIN_REQUIRE(pool.handle == expect.handle);
     }
     expect = expected_pool(agents[i], FINE);
-    CHECK(expect.handle != 0);  // every agent has a fine-grained pool
+    DROPIN_REQUIRE(expect.handle != 0);  // every agent has a fine-grained pool
     pool.handle = 0xDEAD;
     CHECK_OK(iree_hal_amdgpu_find_fine_global_memory_pool(&g_libhsa, agents[i],
                                                           &pool));
-    CHECK(pool.handle == expect.handle);
+    DROPIN_REQUIRE(pool.handle == expect.handle);
     pool.handle = 0xDEAD;
-    CHECK(iree_hal_amdgpu_try_find_fine_global_memory_pool(&g_libhsa,
+    DROPIN_REQUIRE(iree_hal_amdgpu_try_find_fine_global_memory_pool(&g_libhsa,
                                                            agents[i], &pool));
-    CHECK(pool.handle == expect.handle);
+    DROPIN_REQUIRE(pool.handle == expect.handle);
   }
 #if VMEM_TEST_SIM
   // Default simulated system: GPU [coarse, fine, ext-fine, group];
@@ -374,17 +361,17 @@ static void test_find_pools(void) {
   hsa_amd_memory_pool_t pool;
   CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(
       &g_libhsa, g_gpu_agents[0], &pool));
-  CHECK(pool.handle == pool_at(g_gpu_agents[0], 0).handle);
+  DROPIN_REQUIRE(pool.handle == pool_at(g_gpu_agents[0], 0).handle);
   CHECK_OK(iree_hal_amdgpu_find_fine_global_memory_pool(&g_libhsa,
                                                         g_gpu_agents[0], &pool));
-  CHECK(pool.handle == pool_at(g_gpu_agents[0], 1).handle);
+  DROPIN_REQUIRE(pool.handle == pool_at(g_gpu_agents[0], 1).handle);
   CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa,
                                                           g_cpu_agent, &pool));
-  CHECK(pool.handle == pool_at(g_cpu_agent, 1).handle);
+  DROPIN_REQUIRE(pool.handle == pool_at(g_cpu_agent, 1).handle);
   CHECK_OK(iree_hal_amdgpu_find_global_memory_pool(
       &g_libhsa, g_cpu_agent, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT,
       &pool));
-  CHECK(pool.handle == pool_at(g_cpu_agent, 0).handle);
+  DROPIN_REQUIRE(pool.handle == pool_at(g_cpu_agent, 0).handle);
 #endif
 }
 
@@ -408,18 +395,18 @@ static void test_pool_selection_rules(void) {
       HSA_AMD_SEGMENT_GLOBAL,
       HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED, true, 65536);
   // The harness already ran setup() with the defaults: rebuild.
-  CHECK(teardown(0));
+  DROPIN_REQUIRE(teardown(0));
   use_config(&config);
-  CHECK(setup());
+  DROPIN_REQUIRE(setup());
   hsa_agent_t gpu = g_gpu_agents[0];
   hsa_amd_memory_pool_t pool;
   CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, &pool));
-  CHECK(pool.handle == pool_at(gpu, 3).handle);
+  DROPIN_REQUIRE(pool.handle == pool_at(gpu, 3).handle);
   CHECK_OK(iree_hal_amdgpu_find_fine_global_memory_pool(&g_libhsa, gpu, &pool));
-  CHECK(pool.handle == pool_at(gpu, 5).handle);
+  DROPIN_REQUIRE(pool.handle == pool_at(gpu, 5).handle);
   CHECK_OK(iree_hal_amdgpu_find_global_memory_pool(
       &g_libhsa, gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT, &pool));
-  CHECK(pool.handle == pool_at(gpu, 2).handle);
+  DROPIN_REQUIRE(pool.handle == pool_at(gpu, 2).handle);
   // Nothing matches FINE_GRAINED alone.
   pool.handle = 0xDEAD;
   CHECK_STATUS(iree_hal_amdgpu_find_global_memory_pool(
@@ -427,7 +414,7 @@ static void test_pool_selection_rules(void) {
                    &pool),
                IREE_STATUS_NOT_FOUND,
                "no memory pool matching the required flags 2");
-  CHECK(pool.handle == 0);
+  DROPIN_REQUIRE(pool.handle == 0);
 }
 
 static void test_not_found(void) {
@@ -438,22 +425,22 @@ static void test_not_found(void) {
   config.gpu_pools[1] = sim_pool(
       HSA_AMD_SEGMENT_GLOBAL, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
       true, 65536);
-  CHECK(teardown(0));
+  DROPIN_REQUIRE(teardown(0));
   use_config(&config);
-  CHECK(setup());
+  DROPIN_REQUIRE(setup());
   hsa_amd_memory_pool_t pool = {0xDEAD};
   CHECK_STATUS(iree_hal_amdgpu_find_coarse_global_memory_pool(
                    &g_libhsa, g_gpu_agents[0], &pool),
                IREE_STATUS_NOT_FOUND,
                "no memory pool matching the required flags 4");
-  CHECK(pool.handle == 0);
+  DROPIN_REQUIRE(pool.handle == 0);
   pool.handle = 0xDEAD;
-  CHECK(!iree_hal_amdgpu_try_find_coarse_global_memory_pool(
+  DROPIN_REQUIRE(!iree_hal_amdgpu_try_find_coarse_global_memory_pool(
       &g_libhsa, g_gpu_agents[0], &pool));
-  CHECK(pool.handle == 0);
-  CHECK(iree_hal_amdgpu_try_find_fine_global_memory_pool(
+  DROPIN_REQUIRE(pool.handle == 0);
+  DROPIN_REQUIRE(iree_hal_amdgpu_try_find_fine_global_memory_pool(
       &g_libhsa, g_gpu_agents[0], &pool));
-  CHECK(pool.handle == pool_at(g_gpu_agents[0], 1).handle);
+  DROPIN_REQUIRE(pool.handle == pool_at(g_gpu_agents[0], 1).handle);
 }
 
 static void test_find_faults(void) {
@@ -465,10 +452,10 @@ static void test_find_faults(void) {
       iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, &pool),
       IREE_STATUS_INVALID_ARGUMENT,
       "[hsa_amd_agent_iterate_memory_pools] HSA_STATUS_ERROR_INVALID_AGENT");
-  CHECK(pool.handle == 0);
+  DROPIN_REQUIRE(pool.handle == 0);
   hsa_sim_fail_nth_call("hsa_amd_agent_iterate_memory_pools", 1,
                         HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK(!iree_hal_amdgpu_try_find_fine_global_memory_pool(&g_libhsa, gpu,
+  DROPIN_REQUIRE(!iree_hal_amdgpu_try_find_fine_global_memory_pool(&g_libhsa, gpu,
                                                           &pool));
   hsa_sim_clear_faults();
   CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, &pool));
@@ -528,14 +515,14 @@ static void test_find_query_faults(void) {
                            &g_libhsa, gpu, &pool)
                      : iree_hal_amdgpu_try_find_coarse_global_memory_pool(
                            &g_libhsa, gpu, &pool);
-            CHECK(!found);
+            DROPIN_REQUIRE(!found);
           }
           if (entry != 2) CHECK_STATUS(status, statuses[s].iree, expected);
-          CHECK(pool.handle == 0);
+          DROPIN_REQUIRE(pool.handle == 0);
           // The failed query was the last one.
-          CHECK(trace_count_of("hsa_amd_memory_pool_get_info") == nth);
+          DROPIN_REQUIRE(trace_count_of("hsa_amd_memory_pool_get_info") == nth);
           size_t last = trace_find("hsa_amd_memory_pool_get_info", nth);
-          CHECK(last != SIZE_MAX &&
+          DROPIN_REQUIRE(last != SIZE_MAX &&
                 hsa_sim_trace_get(last)->result == statuses[s].hsa);
         }
       }
@@ -559,23 +546,23 @@ static void test_lifetime(void) {
   CHECK_OK(iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(
       &g_libhsa, gpu, pool, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, 1024,
       &g_topology, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb));
-  CHECK(rb.capacity >= 1024);
-  CHECK(rb.alloc_handle.handle != 0);
-  CHECK(rb.va_base_ptr != NULL);
-  CHECK((uint8_t*)rb.ring_base_ptr == (uint8_t*)rb.va_base_ptr + rb.capacity);
+  DROPIN_REQUIRE(rb.capacity >= 1024);
+  DROPIN_REQUIRE(rb.alloc_handle.handle != 0);
+  DROPIN_REQUIRE(rb.va_base_ptr != NULL);
+  DROPIN_REQUIRE((uint8_t*)rb.ring_base_ptr == (uint8_t*)rb.va_base_ptr + rb.capacity);
 #if VMEM_TEST_SIM
-  CHECK(rb.capacity == 65536);  // rounded to the recommended granule
+  DROPIN_REQUIRE(rb.capacity == 65536);  // rounded to the recommended granule
   hsa_sim_live_t live;
   hsa_sim_get_live(&live);
-  CHECK(live.reservations == 1 && live.handles == 1 && live.mappings == 3);
+  DROPIN_REQUIRE(live.reservations == 1 && live.handles == 1 && live.mappings == 3);
 #endif
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   // A zeroed ringbuffer deinitializes to nothing, even without a table.
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(NULL, &rb);
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, NULL);
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
 }
 
 // IREE's vmem_test wrap case, both directions, on host-visible memory.
@@ -592,19 +579,19 @@ static void test_wrap(void) {
   const size_t cap = rb.capacity;
   for (size_t i = 0; i < cap; ++i) ring[i] = (uint8_t)(i * 7 + 1);
   // Forward: before the base and past the end alias the buffer.
-  CHECK(ring[-1] == (uint8_t)((cap - 1) * 7 + 1));
-  CHECK(ring[cap] == ring[0]);
-  CHECK(*((volatile uint8_t*)rb.va_base_ptr) == ring[0]);
-  CHECK(ring[2 * cap - 1] == ring[cap - 1]);
+  DROPIN_REQUIRE(ring[-1] == (uint8_t)((cap - 1) * 7 + 1));
+  DROPIN_REQUIRE(ring[cap] == ring[0]);
+  DROPIN_REQUIRE(*((volatile uint8_t*)rb.va_base_ptr) == ring[0]);
+  DROPIN_REQUIRE(ring[2 * cap - 1] == ring[cap - 1]);
   // Backward: writes through the outer views land in the buffer.
   ring[-1] = 0xAB;
-  CHECK(ring[cap - 1] == 0xAB);
+  DROPIN_REQUIRE(ring[cap - 1] == 0xAB);
   ring[cap] = 0xCD;
-  CHECK(ring[0] == 0xCD);
+  DROPIN_REQUIRE(ring[0] == 0xCD);
   ring[-(ptrdiff_t)cap] = 0x5A;
-  CHECK(ring[0] == 0x5A && ring[cap] == 0x5A);
+  DROPIN_REQUIRE(ring[0] == 0x5A && ring[cap] == 0x5A);
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
 }
 
 #if VMEM_TEST_SIM
@@ -629,7 +616,7 @@ static void test_access_descriptors(void) {
       IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE_CONSUMER,
       IREE_HAL_AMDGPU_ACCESS_MODE_EXCLUSIVE_PRODUCER,
   };
-  CHECK(g_topology.all_agent_count == 3);  // CPU + 2 GPUs
+  DROPIN_REQUIRE(g_topology.all_agent_count == 3);  // CPU + 2 GPUs
   for (size_t m = 0; m < 4; ++m) {
     hsa_amd_memory_access_desc_t expect[3];
     size_t expect_count = 0;
@@ -661,50 +648,50 @@ static void test_access_descriptors(void) {
     CHECK_OK(iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(
         &g_libhsa, local, pool, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, 1,
         &g_topology, modes[m], &rb));
-    CHECK(hsa_sim_trace_count() == INIT_CALLS);
+    DROPIN_REQUIRE(hsa_sim_trace_count() == INIT_CALLS);
     for (size_t i = 0; i < INIT_CALLS; ++i) {
       const hsa_sim_trace_entry_t* e = hsa_sim_trace_get(i);
-      CHECK(strcmp(e->function, kInitSequence[i]) == 0);
-      CHECK(e->result == HSA_STATUS_SUCCESS);
+      DROPIN_REQUIRE(strcmp(e->function, kInitSequence[i]) == 0);
+      DROPIN_REQUIRE(e->result == HSA_STATUS_SUCCESS);
     }
     const uint64_t va = (uint64_t)(uintptr_t)rb.va_base_ptr;
     const uint64_t cap = rb.capacity;
     const hsa_sim_trace_entry_t* e = hsa_sim_trace_get(0);
-    CHECK(e->args[0] == pool.handle &&
+    DROPIN_REQUIRE(e->args[0] == pool.handle &&
           e->args[1] == HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE);
     e = hsa_sim_trace_get(1);  // reserve(&va, 3*cap, address 0, align, 0)
-    CHECK(e->args[1] == 3 * cap && e->args[2] == 0 && e->args[3] == 65536 &&
+    DROPIN_REQUIRE(e->args[1] == 3 * cap && e->args[2] == 0 && e->args[3] == 65536 &&
           e->args[4] == 0);
     e = hsa_sim_trace_get(2);  // handle_create(pool, cap, NONE, 0, &handle)
-    CHECK(e->args[0] == pool.handle && e->args[1] == cap &&
+    DROPIN_REQUIRE(e->args[0] == pool.handle && e->args[1] == cap &&
           e->args[2] == MEMORY_TYPE_NONE && e->args[3] == 0);
     for (size_t v = 0; v < 3; ++v) {
       e = hsa_sim_trace_get(3 + v);  // map(va + v*cap, cap, 0, handle, 0)
-      CHECK(e->args[0] == va + v * cap && e->args[1] == cap &&
+      DROPIN_REQUIRE(e->args[0] == va + v * cap && e->args[1] == cap &&
             e->args[2] == 0 && e->args[3] == rb.alloc_handle.handle &&
             e->args[4] == 0);
       e = hsa_sim_trace_get(6 + v);  // set_access(va + v*cap, cap, descs, n)
-      CHECK(e->args[0] == va + v * cap && e->args[1] == cap);
-      CHECK(e->args[3] == expect_count && e->desc_count == expect_count);
+      DROPIN_REQUIRE(e->args[0] == va + v * cap && e->args[1] == cap);
+      DROPIN_REQUIRE(e->args[3] == expect_count && e->desc_count == expect_count);
       for (size_t d = 0; d < expect_count; ++d) {
-        CHECK(e->descs[d].permissions == expect[d].permissions);
-        CHECK(e->descs[d].agent_handle.handle == expect[d].agent_handle.handle);
+        DROPIN_REQUIRE(e->descs[d].permissions == expect[d].permissions);
+        DROPIN_REQUIRE(e->descs[d].agent_handle.handle == expect[d].agent_handle.handle);
       }
     }
     hsa_sim_trace_clear();
     iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
     // Release: the three views, the handle, the reservation.
-    CHECK(hsa_sim_trace_count() == 5);
+    DROPIN_REQUIRE(hsa_sim_trace_count() == 5);
     for (size_t v = 0; v < 3; ++v) {
       e = hsa_sim_trace_get(v);
-      CHECK(strcmp(e->function, "hsa_amd_vmem_unmap") == 0);
-      CHECK(e->args[0] == va + v * cap && e->args[1] == cap);
+      DROPIN_REQUIRE(strcmp(e->function, "hsa_amd_vmem_unmap") == 0);
+      DROPIN_REQUIRE(e->args[0] == va + v * cap && e->args[1] == cap);
     }
-    CHECK(strcmp(hsa_sim_trace_get(3)->function,
+    DROPIN_REQUIRE(strcmp(hsa_sim_trace_get(3)->function,
                  "hsa_amd_vmem_handle_release") == 0);
     e = hsa_sim_trace_get(4);
-    CHECK(strcmp(e->function, "hsa_amd_vmem_address_free") == 0);
-    CHECK(e->args[0] == va && e->args[1] == 3 * cap);
+    DROPIN_REQUIRE(strcmp(e->function, "hsa_amd_vmem_address_free") == 0);
+    DROPIN_REQUIRE(e->args[0] == va && e->args[1] == 3 * cap);
   }
 }
 
@@ -727,14 +714,14 @@ static void test_explicit_descriptors_and_memory_type(void) {
     iree_hal_amdgpu_vmem_ringbuffer_t rb;
     CHECK_OK(iree_hal_amdgpu_vmem_ringbuffer_initialize(
         &g_libhsa, g_cpu_agent, pool, types[t], 100000, 2, descs, &rb));
-    CHECK(rb.capacity == 131072);  // 100000 rounded up to 64 KiB
+    DROPIN_REQUIRE(rb.capacity == 131072);  // 100000 rounded up to 64 KiB
     size_t i = trace_find("hsa_amd_vmem_handle_create", 1);
-    CHECK(i != SIZE_MAX && hsa_sim_trace_get(i)->args[2] == hsa_types[t]);
+    DROPIN_REQUIRE(i != SIZE_MAX && hsa_sim_trace_get(i)->args[2] == hsa_types[t]);
     for (size_t n = 1; n <= 3; ++n) {
       const hsa_sim_trace_entry_t* e =
           hsa_sim_trace_get(trace_find("hsa_amd_vmem_set_access", n));
-      CHECK(e->desc_count == 2);
-      CHECK(memcmp(e->descs, descs, sizeof(descs)) == 0);
+      DROPIN_REQUIRE(e->desc_count == 2);
+      DROPIN_REQUIRE(memcmp(e->descs, descs, sizeof(descs)) == 0);
     }
     iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
   }
@@ -789,31 +776,31 @@ static void test_fault_injection_initialize(void) {
               1, &g_topology, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb);
       if (VMEM_TEST_MESSAGES) {
         const char* message = vmem_test_status_message(status);
-        CHECK(message && strncmp(message, expected_prefix,
+        DROPIN_REQUIRE(message && strncmp(message, expected_prefix,
                                  strlen(expected_prefix)) == 0);
       }
       CHECK_STATUS(status, statuses[s].iree, NULL);
-      CHECK(is_zero(&rb, sizeof(rb)));
+      DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
       hsa_sim_live_t live;
       hsa_sim_get_live(&live);
-      CHECK(live.reservations == 0 && live.handles == 0 && live.mappings == 0);
+      DROPIN_REQUIRE(live.reservations == 0 && live.handles == 0 && live.mappings == 0);
       // The calls up to the injected failure are upstream's sequence...
       for (size_t i = 0; i <= k; ++i) {
-        CHECK(strcmp(hsa_sim_trace_get(i)->function, kInitSequence[i]) == 0);
-        CHECK(hsa_sim_trace_get(i)->result ==
+        DROPIN_REQUIRE(strcmp(hsa_sim_trace_get(i)->function, kInitSequence[i]) == 0);
+        DROPIN_REQUIRE(hsa_sim_trace_get(i)->result ==
               (i == k ? statuses[s].hsa : HSA_STATUS_SUCCESS));
       }
       // ...then exactly the undo of what succeeded, all successful.
       size_t maps_done = k <= 3 ? 0 : (k - 3 < 3 ? k - 3 : 3);
       size_t handle_done = k > 2, reserve_done = k > 1;
-      CHECK(hsa_sim_trace_count() ==
+      DROPIN_REQUIRE(hsa_sim_trace_count() ==
             k + 1 + maps_done + handle_done + reserve_done);
       for (size_t i = k + 1; i < hsa_sim_trace_count(); ++i) {
-        CHECK(hsa_sim_trace_get(i)->result == HSA_STATUS_SUCCESS);
+        DROPIN_REQUIRE(hsa_sim_trace_get(i)->result == HSA_STATUS_SUCCESS);
       }
-      CHECK(trace_count_of("hsa_amd_vmem_unmap") == maps_done);
-      CHECK(trace_count_of("hsa_amd_vmem_handle_release") == handle_done);
-      CHECK(trace_count_of("hsa_amd_vmem_address_free") == reserve_done);
+      DROPIN_REQUIRE(trace_count_of("hsa_amd_vmem_unmap") == maps_done);
+      DROPIN_REQUIRE(trace_count_of("hsa_amd_vmem_handle_release") == handle_done);
+      DROPIN_REQUIRE(trace_count_of("hsa_amd_vmem_address_free") == reserve_done);
       hsa_sim_clear_faults();
     }
   }
@@ -838,11 +825,11 @@ static void test_deinitialize_continues_after_errors(void) {
   hsa_sim_trace_clear();
   hsa_sim_fail_nth_call("hsa_amd_vmem_unmap", 2, HSA_STATUS_ERROR);
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
-  CHECK(is_zero(&rb, sizeof(rb)));
-  CHECK(hsa_sim_trace_count() == 5);
-  CHECK(trace_count_of("hsa_amd_vmem_unmap") == 3);
-  CHECK(trace_count_of("hsa_amd_vmem_handle_release") == 1);
-  CHECK(trace_count_of("hsa_amd_vmem_address_free") == 1);
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(hsa_sim_trace_count() == 5);
+  DROPIN_REQUIRE(trace_count_of("hsa_amd_vmem_unmap") == 3);
+  DROPIN_REQUIRE(trace_count_of("hsa_amd_vmem_handle_release") == 1);
+  DROPIN_REQUIRE(trace_count_of("hsa_amd_vmem_address_free") == 1);
   // One view stayed mapped (the runtime refused); it goes at hsa_shut_down.
 }
 
@@ -852,9 +839,9 @@ static void test_bad_granule(void) {
     hsa_sim_config_t config;
     hsa_sim_config_default(&config);
     config.gpu_pools[0].rec_granule = granules[g];
-    CHECK(teardown(0));
+    DROPIN_REQUIRE(teardown(0));
     use_config(&config);
-    CHECK(setup());
+    DROPIN_REQUIRE(setup());
     hsa_amd_memory_pool_t pool = pool_at(g_gpu_agents[0], 0);
     hsa_sim_trace_clear();
     iree_hal_amdgpu_vmem_ringbuffer_t rb;
@@ -864,22 +851,22 @@ static void test_bad_granule(void) {
                      IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, 4096,
                      &g_topology, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
                  IREE_STATUS_INVALID_ARGUMENT, "RUNTIME_ALLOC_REC_GRANULE");
-    CHECK(is_zero(&rb, sizeof(rb)));
-    CHECK(hsa_sim_trace_count() == 1);  // only the granule query
+    DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
+    DROPIN_REQUIRE(hsa_sim_trace_count() == 1);  // only the granule query
   }
   // A smaller power-of-two granule rounds to itself.
   hsa_sim_config_t config;
   hsa_sim_config_default(&config);
   config.gpu_pools[0].rec_granule = 4096;
-  CHECK(teardown(0));
+  DROPIN_REQUIRE(teardown(0));
   use_config(&config);
-  CHECK(setup());
+  DROPIN_REQUIRE(setup());
   iree_hal_amdgpu_vmem_ringbuffer_t rb;
   CHECK_OK(iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(
       &g_libhsa, g_gpu_agents[0], pool_at(g_gpu_agents[0], 0),
       IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, 5000, &g_topology,
       IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb));
-  CHECK(rb.capacity == 8192);
+  DROPIN_REQUIRE(rb.capacity == 8192);
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
 }
 
@@ -921,11 +908,11 @@ static void test_bad_input(void) {
   // NULL table / out pointer.
   CHECK_STATUS(iree_hal_amdgpu_find_coarse_global_memory_pool(NULL, gpu, &pool),
                IREE_STATUS_INVALID_ARGUMENT, "libhsa");
-  CHECK(pool.handle == 0);  // zeroed first
+  DROPIN_REQUIRE(pool.handle == 0);  // zeroed first
   CHECK_STATUS(iree_hal_amdgpu_find_fine_global_memory_pool(&g_libhsa, gpu, NULL),
                IREE_STATUS_INVALID_ARGUMENT, "out_pool");
-  CHECK(!iree_hal_amdgpu_try_find_fine_global_memory_pool(NULL, gpu, &pool));
-  CHECK(!iree_hal_amdgpu_try_find_coarse_global_memory_pool(&g_libhsa, gpu, NULL));
+  DROPIN_REQUIRE(!iree_hal_amdgpu_try_find_fine_global_memory_pool(NULL, gpu, &pool));
+  DROPIN_REQUIRE(!iree_hal_amdgpu_try_find_coarse_global_memory_pool(&g_libhsa, gpu, NULL));
   // Misaligned out pointer: rejected, nothing written.
   uint64_t storage[3] = {0, 0, 0};
   hsa_amd_memory_pool_t* misaligned =
@@ -946,11 +933,11 @@ static void test_bad_input(void) {
   memset(&rb, 0xEE, sizeof(rb));
   CHECK_STATUS(INIT(NULL, DEFAULT_TYPE, 1, 1, &desc, &rb),
                IREE_STATUS_INVALID_ARGUMENT, "libhsa");
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   memset(&rb, 0xEE, sizeof(rb));
   CHECK_STATUS(INIT(&g_libhsa, DEFAULT_TYPE, 0, 1, &desc, &rb),
                IREE_STATUS_INVALID_ARGUMENT, "min_capacity");
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   // Capacities whose 3x reservation overflows.
   const size_t huge[] = {SIZE_MAX, SIZE_MAX - 4095, SIZE_MAX / 3 + 1,
                          (SIZE_MAX / 2) / 3 + 65536};
@@ -958,7 +945,7 @@ static void test_bad_input(void) {
     memset(&rb, 0xEE, sizeof(rb));
     CHECK_STATUS(INIT(&g_libhsa, DEFAULT_TYPE, huge[i], 1, &desc, &rb),
                  IREE_STATUS_INVALID_ARGUMENT, "overflow");
-    CHECK(is_zero(&rb, sizeof(rb)));
+    DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   }
   // Descriptors: none, or a count with no array.
   CHECK_STATUS(INIT(&g_libhsa, DEFAULT_TYPE, 1, 0, NULL, &rb),
@@ -976,7 +963,7 @@ static void test_bad_input(void) {
   memset(&rb, 0xEE, sizeof(rb));
   CHECK_STATUS(INIT(&g_libhsa, bad_type, 1, 1, &desc, &rb),
                IREE_STATUS_INVALID_ARGUMENT, "unsupported vmem memory type: 2");
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   raw = 0xFFFFFFFFu;
   memcpy(&bad_type, &raw, sizeof(raw));
   CHECK_STATUS(INIT(&g_libhsa, bad_type, 1, 1, &desc, &rb),
@@ -993,13 +980,13 @@ static void test_bad_input(void) {
     memset(&rb, 0xEE, sizeof(rb));
     CHECK_STATUS(INIT_TOPO(&g_libhsa, DEFAULT_TYPE, &g_topology, mode, &rb),
                  IREE_STATUS_INVALID_ARGUMENT, "access mode");
-    CHECK(is_zero(&rb, sizeof(rb)));
+    DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   }
   memset(&rb, 0xEE, sizeof(rb));
   CHECK_STATUS(INIT_TOPO(&g_libhsa, DEFAULT_TYPE, NULL,
                          IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
                IREE_STATUS_INVALID_ARGUMENT, "topology");
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   CHECK_STATUS(INIT_TOPO(NULL, DEFAULT_TYPE, &g_topology,
                          IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
                IREE_STATUS_INVALID_ARGUMENT, "libhsa");
@@ -1031,7 +1018,7 @@ static void test_bad_input(void) {
                IREE_STATUS_INVALID_ARGUMENT, "access descriptor");
 #undef INIT_TOPO
 #undef DEFAULT_TYPE
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   // Deinitialize: NULLs and a corrupt struct are refused without a crash.
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(NULL, NULL);
   iree_hal_amdgpu_vmem_ringbuffer_t corrupt = {
@@ -1041,9 +1028,9 @@ static void test_bad_input(void) {
       .ring_base_ptr = NULL,
   };
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &corrupt);
-  CHECK(corrupt.alloc_handle.handle == 1);  // left as is
+  DROPIN_REQUIRE(corrupt.alloc_handle.handle == 1);  // left as is
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(NULL, &corrupt);
-  CHECK(corrupt.alloc_handle.handle == 1);
+  DROPIN_REQUIRE(corrupt.alloc_handle.handle == 1);
 }
 
 // A table whose `initialized` flag is false (IREE zeroes the struct when it
@@ -1066,15 +1053,15 @@ static void test_uninitialized_table(void) {
     CHECK_STATUS(
         iree_hal_amdgpu_find_coarse_global_memory_pool(&table, gpu, &found),
         IREE_STATUS_FAILED_PRECONDITION, "not initialized");
-    CHECK(found.handle == 0);
-    CHECK(!iree_hal_amdgpu_try_find_fine_global_memory_pool(&table, gpu, &found));
+    DROPIN_REQUIRE(found.handle == 0);
+    DROPIN_REQUIRE(!iree_hal_amdgpu_try_find_fine_global_memory_pool(&table, gpu, &found));
     iree_hal_amdgpu_vmem_ringbuffer_t rb;
     memset(&rb, 0xEE, sizeof(rb));
     CHECK_STATUS(iree_hal_amdgpu_vmem_ringbuffer_initialize(
                      &table, gpu, pool, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT,
                      4096, 1, &desc, &rb),
                  IREE_STATUS_FAILED_PRECONDITION, "not initialized");
-    CHECK(is_zero(&rb, sizeof(rb)));
+    DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
     CHECK_STATUS(iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(
                      &table, gpu, pool, IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT,
                      4096, &g_topology, IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
@@ -1085,9 +1072,9 @@ static void test_uninitialized_table(void) {
         &desc, &rb));
     const iree_hal_amdgpu_vmem_ringbuffer_t saved = rb;
     iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&table, &rb);
-    CHECK(memcmp(&rb, &saved, sizeof(rb)) == 0);
+    DROPIN_REQUIRE(memcmp(&rb, &saved, sizeof(rb)) == 0);
     iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
-    CHECK(is_zero(&rb, sizeof(rb)));
+    DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   }
 }
 
@@ -1113,14 +1100,14 @@ static void test_deinitialize_mismatched_capacity(void) {
     hsa_sim_trace_clear();
 #endif
     iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
-    CHECK(memcmp(&rb, &tampered, sizeof(rb)) == 0);  // left as is
+    DROPIN_REQUIRE(memcmp(&rb, &tampered, sizeof(rb)) == 0);  // left as is
 #if VMEM_TEST_SIM
-    CHECK(hsa_sim_trace_count() == 0);  // no HSA call at all
+    DROPIN_REQUIRE(hsa_sim_trace_count() == 0);  // no HSA call at all
 #endif
   }
   rb = saved;
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1128,18 +1115,18 @@ static void test_deinitialize_mismatched_capacity(void) {
 //===----------------------------------------------------------------------===//
 
 // The table really has this IREE version's layout (the reserve function sits
-// in the slot SPEC 2.2 gives), and the library works with it (every other case).
+// in the slot docs/iree.md#layouts-shared-with-iree gives), and the library works with it (every other case).
 static void test_table_layout(void) {
 #if !IREE_HAL_AMDGPU_LIBHSA_STATIC
   static const size_t kReserveSlot[] = {0, 32, 33, 34};
   void (**slot)(void) =
       iree_test_libhsa_slot(&g_libhsa, "hsa_amd_vmem_address_reserve_align");
-  CHECK(slot != NULL);
+  DROPIN_REQUIRE(slot != NULL);
   size_t offset = (size_t)((char*)slot - (char*)&g_libhsa);
-  CHECK(offset == 16 + 8 * kReserveSlot[IREE_TEST_LIBHSA_LAYOUT]);
-  CHECK(offsetof(iree_hal_amdgpu_libhsa_t, amd_loader) ==
+  DROPIN_REQUIRE(offset == 16 + 8 * kReserveSlot[IREE_TEST_LIBHSA_LAYOUT]);
+  DROPIN_REQUIRE(offsetof(iree_hal_amdgpu_libhsa_t, amd_loader) ==
         16 + 8 * IREE_TEST_LIBHSA_ENTRY_COUNT);
-  CHECK((char*)iree_test_libhsa_slot(&g_libhsa, "hsa_amd_memory_pool_get_info") -
+  DROPIN_REQUIRE((char*)iree_test_libhsa_slot(&g_libhsa, "hsa_amd_memory_pool_get_info") -
             (char*)&g_libhsa ==
         16 + 8 * 12);
 #endif
@@ -1150,7 +1137,7 @@ static void not_an_hsa_function(void) {}
 
 static void check_missing(const char* function, void (*replacement)(void)) {
   void (**slot)(void) = iree_test_libhsa_slot(&g_libhsa, function);
-  CHECK(slot != NULL);
+  DROPIN_REQUIRE(slot != NULL);
   void (*saved)(void) = *slot;
   *slot = replacement;
   hsa_amd_memory_pool_t pool = pool_at(g_gpu_agents[0], 0);
@@ -1164,9 +1151,9 @@ static void check_missing(const char* function, void (*replacement)(void)) {
                    IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, 1, &g_topology,
                    IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
                IREE_STATUS_INCOMPATIBLE, function);
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
 #if VMEM_TEST_SIM
-  CHECK(hsa_sim_trace_count() == 0);  // nothing was called
+  DROPIN_REQUIRE(hsa_sim_trace_count() == 0);  // nothing was called
 #endif
   *slot = saved;
   // Restored: the cache notices the change.
@@ -1175,7 +1162,7 @@ static void check_missing(const char* function, void (*replacement)(void)) {
       IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, 1, &g_topology,
       IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb));
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
 }
 
 // A needed function the table does not hold (NULL, another HSA function, or a
@@ -1194,12 +1181,12 @@ static void test_missing_function(void) {
   // nothing past slot 0 is read or called even though the rest is intact.
   check_missing("hsa_init", NULL);
   check_missing("hsa_init", not_an_hsa_function);
-  if (g_failures) return;
+  if (dropin_failures) return;
   for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); ++i) {
     check_missing(needed[i], NULL);
     check_missing(needed[i], hsa_init_ptr);
     check_missing(needed[i], not_an_hsa_function);
-    if (g_failures) return;
+    if (dropin_failures) return;
   }
   // Finding pools needs only the pool functions.
   void (**map)(void) = iree_test_libhsa_slot(&g_libhsa, "hsa_amd_vmem_map");
@@ -1217,8 +1204,8 @@ static void test_missing_function(void) {
   CHECK_STATUS(iree_hal_amdgpu_find_coarse_global_memory_pool(
                    &g_libhsa, g_gpu_agents[0], &pool),
                IREE_STATUS_INCOMPATIBLE, "hsa_amd_agent_iterate_memory_pools");
-  CHECK(pool.handle == 0);
-  CHECK(!iree_hal_amdgpu_try_find_fine_global_memory_pool(
+  DROPIN_REQUIRE(pool.handle == 0);
+  DROPIN_REQUIRE(!iree_hal_amdgpu_try_find_fine_global_memory_pool(
       &g_libhsa, g_gpu_agents[0], &pool));
   *iterate = saved;
   // Deinitialize with a table lacking unmap: refused, struct kept; then done
@@ -1233,10 +1220,10 @@ static void test_missing_function(void) {
   *unmap = hsa_init_ptr;
   iree_hal_amdgpu_vmem_ringbuffer_t copy = rb;
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
-  CHECK(memcmp(&copy, &rb, sizeof(rb)) == 0);
+  DROPIN_REQUIRE(memcmp(&copy, &rb, sizeof(rb)) == 0);
   *unmap = saved;
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(&g_libhsa, &rb);
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
 }
 
 // A table longer than any IREE version's, with a needed function past the
@@ -1272,7 +1259,7 @@ static void test_scan_bound(void) {
       IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT, 1, &g_topology,
       IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb));
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(libhsa, &rb);
-  CHECK(is_zero(&rb, sizeof(rb)));
+  DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
 }
 #endif  // !IREE_HAL_AMDGPU_LIBHSA_STATIC
 
@@ -1301,7 +1288,7 @@ static void* worker(void* arg) {
 static void test_threads(void) {
   pthread_t threads[4];
   for (int i = 0; i < 4; ++i) {
-    CHECK(pthread_create(&threads[i], NULL, worker, NULL) == 0);
+    DROPIN_REQUIRE(pthread_create(&threads[i], NULL, worker, NULL) == 0);
   }
   for (int i = 0; i < 4; ++i) {
     void* result = NULL;
@@ -1332,7 +1319,7 @@ static void keep_status(iree_status_t status, iree_status_code_t code,
   } else {
     vmem_test_status_free(status);
     fprintf(stderr, "%s:%d: too many kept statuses\n", __FILE__, line);
-    ++g_failures;
+    ++dropin_failures;
   }
 }
 #define KEEP(expr, code, substring) keep_status((expr), (code), (substring), __LINE__)
@@ -1361,15 +1348,15 @@ static void format_kept_statuses(void) {
     if (iree_status_code(k->status) != k->code) {
       fprintf(stderr, "%s:%d: status code %d, expected %d\n", __FILE__,
               k->line, (int)iree_status_code(k->status), (int)k->code);
-      ++g_failures;
+      ++dropin_failures;
     } else if (!VMEM_TEST_MESSAGES) {
       if ((uintptr_t)k->status != (uintptr_t)k->code) {
         fprintf(stderr, "%s:%d: status is not code-only\n", __FILE__, k->line);
-        ++g_failures;
+        ++dropin_failures;
       }
     } else if (!has_storage) {
       fprintf(stderr, "%s:%d: status has no message\n", __FILE__, k->line);
-      ++g_failures;
+      ++dropin_failures;
     } else {
       // File: one of the library's Rust sources; line: a real line.
       size_t n = file ? strlen(file) : 0;
@@ -1378,12 +1365,12 @@ static void format_kept_statuses(void) {
           strncmp(file, "src/", 4) != 0 || line == 0) {
         fprintf(stderr, "%s:%d: bad source location in \"%s\"\n", __FILE__,
                 k->line, text);
-        ++g_failures;
+        ++dropin_failures;
       } else if (!message || strchr(message, '#') ||
                  (k->substring && !strstr(message, k->substring))) {
         fprintf(stderr, "%s:%d: formatted status \"%s\" lacks \"%s\"\n",
                 __FILE__, k->line, text, k->substring ? k->substring : "");
-        ++g_failures;
+        ++dropin_failures;
       }
     }
     vmem_test_status_free(k->status);
@@ -1547,7 +1534,7 @@ static void test_statuses_outlive_the_call(void) {
     hsa_sim_clear_faults();
     hsa_shut_down();
     use_config(&config);
-    CHECK(setup());
+    DROPIN_REQUIRE(setup());
     pool = pool_at(g_gpu_agents[0], 0);
     gpu = g_gpu_agents[0];
     KEEP(INIT_TOPO(&g_libhsa, type, &g_topology,
@@ -1613,10 +1600,10 @@ int main(int argc, char** argv) {
       hsa_shut_down();
       return 77;
     }
-    int before = g_failures;
+    int before = dropin_failures;
     kTests[i].fn();
-    if (!teardown(kTests[i].flags)) ++g_failures;
-    printf("[ %s ] %s\n", g_failures == before ? " OK " : "FAIL",
+    if (!teardown(kTests[i].flags)) ++dropin_failures;
+    printf("[ %s ] %s\n", dropin_failures == before ? " OK " : "FAIL",
            kTests[i].name);
     ++ran;
   }
@@ -1624,5 +1611,5 @@ int main(int argc, char** argv) {
     fprintf(stderr, "no test case named %s\n", only);
     return 1;
   }
-  return g_failures ? 1 : 0;
+  return dropin_failures ? 1 : 0;
 }

@@ -9,8 +9,8 @@
 //! reply descriptor, or not) or one raw message for `format_message`, and
 //! checks the service's invariants. A violation panics (the fuzzer's crash).
 
-use amdgpu_dropin::hostcall::printf::message::{DESC_BEGIN, DESC_END, DESC_ID_SHIFT, DESC_LEN_SHIFT};
-use amdgpu_dropin::hostcall::printf::{
+use amdgpu_dropin::unstable::printf::message::{DESC_BEGIN, DESC_END, DESC_ID_SHIFT, DESC_LEN_SHIFT};
+use amdgpu_dropin::unstable::printf::{
     format_message, Descriptor, Limits, PrintfService, Sink, PRINTF_ERROR,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -10,6 +10,7 @@
 
 use core::ffi::c_void;
 
+use crate::ffi::panic::ffi_boundary;
 use crate::hostcall;
 use crate::log::Level;
 
@@ -18,13 +19,13 @@ use crate::log::Level;
 /// Defined for every value; the same sizes as ROCclr.
 #[no_mangle]
 pub extern "C" fn getHostcallBufferSize(num_packets: u32) -> usize {
-    crate::ffi_boundary!("getHostcallBufferSize", { hostcall::buffer_size(num_packets) })
+    ffi_boundary!("getHostcallBufferSize", { hostcall::Protocol::Classic.buffer_size(num_packets) })
 }
 
 /// Returns the required alignment of a hostcall buffer, in bytes (8).
 #[no_mangle]
 pub extern "C" fn getHostcallBufferAlignment() -> u32 {
-    crate::ffi_boundary!("getHostcallBufferAlignment", { hostcall::buffer_alignment() })
+    ffi_boundary!("getHostcallBufferAlignment", { hostcall::Protocol::Classic.alignment() as u32 })
 }
 
 /// Initializes `buffer` for `num_packets` packets and registers it with the
@@ -53,7 +54,7 @@ pub unsafe extern "C" fn enableHostcalls(
     num_packets: u32,
     queue: *const c_void,
 ) -> bool {
-    crate::ffi_boundary!("enableHostcalls", {
+    ffi_boundary!("enableHostcalls", {
         // SAFETY: forwarded caller contract (see `# Safety`).
         match unsafe { hostcall::enable(buffer, num_packets, queue) } {
             Ok(()) => true,
@@ -86,7 +87,7 @@ pub unsafe extern "C" fn enableHostcalls(
 ///   currently enabled (whose contract `enableHostcalls` states).
 #[no_mangle]
 pub unsafe extern "C" fn disableHostcalls(buffer: *mut c_void, queue: *const c_void) {
-    crate::ffi_boundary!("disableHostcalls", {
+    ffi_boundary!("disableHostcalls", {
         if let Err(error) = hostcall::disable(buffer, queue) {
             crate::log!(
                 Level::Warning,

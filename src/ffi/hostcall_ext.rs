@@ -3,7 +3,7 @@
 //! service, and the SANITIZER hook.
 //!
 //! Only argument checks, logging, the panic boundary and status conversion
-//! live here; the logic is in `crate::hostcall::{handlers, devmem, sanitizer}`.
+//! live here; the logic is in `crate::hostcall::services`.
 #![cfg(not(loom))]
 
 use core::ffi::{c_char, c_void};
@@ -11,11 +11,15 @@ use std::sync::Arc;
 
 use hsa_sys::{hsa_agent_t, hsa_amd_memory_pool_t};
 
-use crate::ffi::panic::PanicFallback;
-use crate::hostcall::devmem::{DevmemBook, DevmemService, HsaPool, PoolError, SERVICE_DEVMEM};
-use crate::hostcall::handlers::{self, Handler, HandlerError};
-use crate::hostcall::layout::BUFFER_ALIGNMENT;
-use crate::hostcall::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn};
+use static_assertions::const_assert_eq;
+
+use crate::ffi::panic::{ffi_boundary, PanicFallback};
+use crate::hostcall::protocol::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn};
+use crate::hostcall::protocol::payload::BUFFER_ALIGNMENT;
+use crate::hostcall::services::devmem::{DevmemBook, DevmemService, HsaPool, PoolError};
+use crate::hostcall::services::handlers::{self, Handler, HandlerError};
+use crate::hostcall::services::ids;
+use crate::hostcall::{DisableError, EnableError};
 use crate::log::Level;
 
 /// Version of this API: bumped when a function or type changes meaning.
@@ -32,6 +36,14 @@ pub const AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM: u32 = 3;
 pub const AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER: u32 = 4;
 /// slot[0] of a lane whose request failed or whose service is unknown.
 pub const AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE: u64 = u64::MAX;
+// The C names of the ids in `services::ids`, the one source (cbindgen writes
+// literals, so the values are repeated here and pinned).
+const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL, ids::SERVICE_FUNCTION_CALL);
+const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_SERVICE_PRINTF, ids::SERVICE_PRINTF);
+const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, ids::SERVICE_DEVMEM);
+const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, ids::SERVICE_SANITIZER);
+const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE, ids::ERROR_VALUE);
+
 /// Most agents `amdgpu_dropin_hostcall_devmem_enable` accepts.
 pub const AMDGPU_DROPIN_HOSTCALL_MAX_AGENTS: u32 = 1024;
 
@@ -82,12 +94,105 @@ impl PanicFallback for *const c_char {
     }
 }
 
+//===----------------------------------------------------------------------===//
+// The one mapping of hostcall errors to C statuses, and their descriptions
+//===----------------------------------------------------------------------===//
+
+impl Status {
+    /// Every status, for `from_raw`.
+    const ALL: [Status; 12] = [
+        Status::AMDGPU_DROPIN_HOSTCALL_OK,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INTERNAL,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_UNAVAILABLE,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
+        Status::AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY,
+    ];
+
+    /// The status a C value names, if any.
+    fn from_raw(raw: i32) -> Option<Status> {
+        Status::ALL.into_iter().find(|status| *status as i32 == raw)
+    }
+
+    /// What the status means, as `amdgpu_dropin_hostcall_status_string` returns it.
+    pub(crate) fn text(self) -> &'static core::ffi::CStr {
+        match self {
+            Status::AMDGPU_DROPIN_HOSTCALL_OK => c"ok",
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT => c"invalid argument",
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE => {
+                c"reserved service: 0, FUNCTION_CALL and PRINTF are built in"
+            }
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED => {
+                c"a handler is already registered for this service and buffer"
+            }
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED => {
+                c"no handler is registered for this service and buffer"
+            }
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA => c"the HSA runtime or one of its functions is unavailable",
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL => c"the memory pool is not an allocatable global pool",
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INTERNAL => c"internal error",
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED => {
+                c"the buffer is already enabled or overlaps an enabled buffer"
+            }
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_UNAVAILABLE => {
+                c"the process is exiting or the listener thread cannot start"
+            }
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED => c"the buffer is not enabled",
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY => {
+                c"the buffer is still being served by the calling thread (disabled from inside its own service)"
+            }
+        }
+    }
+}
+
 impl From<HandlerError> for Status {
     fn from(error: HandlerError) -> Status {
         match error {
             HandlerError::ReservedService(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE,
             HandlerError::AlreadyRegistered => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED,
             HandlerError::NotRegistered => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED,
+        }
+    }
+}
+
+impl From<&EnableError> for Status {
+    fn from(error: &EnableError) -> Status {
+        match error {
+            EnableError::NullBuffer
+            | EnableError::Misaligned(_)
+            | EnableError::TooFewPackets(_)
+            | EnableError::BadOccupancy(_)
+            | EnableError::AddressRange => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT,
+            EnableError::AlreadyEnabled | EnableError::Overlaps(_) => {
+                Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED
+            }
+            EnableError::Hsa(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA,
+            EnableError::StillServing(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY,
+            EnableError::Exiting | EnableError::Thread(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_UNAVAILABLE,
+        }
+    }
+}
+
+impl From<&DisableError> for Status {
+    fn from(error: &DisableError) -> Status {
+        match error {
+            DisableError::NullBuffer => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT,
+            DisableError::NotEnabled => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
+        }
+    }
+}
+
+impl From<&PoolError> for Status {
+    fn from(error: &PoolError) -> Status {
+        match error {
+            PoolError::Hsa(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA,
+            PoolError::BadPool(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL,
         }
     }
 }
@@ -102,23 +207,8 @@ pub extern "C" fn amdgpu_dropin_hostcall_api_version() -> u32 {
 /// status" for a value that is not an `amdgpu_dropin_hostcall_status_t`).
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_hostcall_status_string(status: i32) -> *const c_char {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_status_string", {
-        let text: &'static core::ffi::CStr = match status {
-            0 => c"ok",
-            1 => c"invalid argument",
-            2 => c"reserved service: 0, FUNCTION_CALL and PRINTF are built in",
-            3 => c"a handler is already registered for this service and buffer",
-            4 => c"no handler is registered for this service and buffer",
-            5 => c"the HSA runtime or one of its functions is unavailable",
-            6 => c"the memory pool is not an allocatable global pool",
-            7 => c"internal error",
-            8 => c"the buffer is already enabled or overlaps an enabled buffer",
-            9 => c"the process is exiting or the listener thread cannot start",
-            10 => c"the buffer is not enabled",
-            11 => c"the buffer is still being served by the calling thread (disabled from inside its own service)",
-            _ => c"unknown status",
-        };
-        text.as_ptr()
+    ffi_boundary!("amdgpu_dropin_hostcall_status_string", {
+        Status::from_raw(status).map_or(c"unknown status", Status::text).as_ptr()
     })
 }
 
@@ -150,9 +240,7 @@ fn report(name: &str, service: u32, buffer: *mut c_void, result: Result<(), Stat
             crate::log!(
                 Level::Error,
                 "{name}(service={service}, buffer={buffer:p}): {}",
-                // SAFETY: status_string returns a static NUL-terminated string.
-                unsafe { core::ffi::CStr::from_ptr(amdgpu_dropin_hostcall_status_string(status as i32)) }
-                    .to_string_lossy()
+                status.text().to_string_lossy()
             );
             status
         }
@@ -180,7 +268,7 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_lane_handler(
     handler: amdgpu_dropin_hostcall_lane_fn,
     user_data: *mut c_void,
 ) -> amdgpu_dropin_hostcall_status_t {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_register_lane_handler", {
+    ffi_boundary!("amdgpu_dropin_hostcall_register_lane_handler", {
         let handler = handler.map(|function| Handler::Lane { function, user_data: user_data as usize });
         register("amdgpu_dropin_hostcall_register_lane_handler", service, buffer, handler)
     })
@@ -199,7 +287,7 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_packet_handler(
     handler: amdgpu_dropin_hostcall_packet_fn,
     user_data: *mut c_void,
 ) -> amdgpu_dropin_hostcall_status_t {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_register_packet_handler", {
+    ffi_boundary!("amdgpu_dropin_hostcall_register_packet_handler", {
         let handler = handler.map(|function| Handler::Packet { function, user_data: user_data as usize });
         register("amdgpu_dropin_hostcall_register_packet_handler", service, buffer, handler)
     })
@@ -227,7 +315,7 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_unregister_handler(
     service: u32,
     buffer: *mut c_void,
 ) -> amdgpu_dropin_hostcall_status_t {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_unregister_handler", {
+    ffi_boundary!("amdgpu_dropin_hostcall_unregister_handler", {
         let result = scope(buffer)
             .and_then(|scope| handlers::table().unregister(service, scope).map_err(Status::from));
         report("amdgpu_dropin_hostcall_unregister_handler", service, buffer, result)
@@ -263,7 +351,7 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
     agent_handles: *const u64,
     agent_count: u32,
 ) -> amdgpu_dropin_hostcall_status_t {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_devmem_enable", {
+    ffi_boundary!("amdgpu_dropin_hostcall_devmem_enable", {
         let result = (|| {
             let scope = scope(buffer)?;
             if pool_handle == 0
@@ -281,10 +369,7 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
             let agents = handles.iter().map(|&handle| hsa_agent_t { handle }).collect();
             let pool = HsaPool::new(hsa_amd_memory_pool_t { handle: pool_handle }, agents).map_err(|e| {
                 crate::log!(Level::Error, "amdgpu_dropin_hostcall_devmem_enable: {e}");
-                match e {
-                    PoolError::Hsa(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA,
-                    PoolError::BadPool(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL,
-                }
+                Status::from(&e)
             })?;
             // One book per pool and agents: every buffer served from them
             // shares its blocks (device malloc's heap is the device's).
@@ -292,7 +377,7 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
             key.sort_unstable();
             key.insert(0, pool_handle);
             handlers::table()
-                .register_with(SERVICE_DEVMEM, scope, |registrations| {
+                .register_with(ids::SERVICE_DEVMEM, scope, |registrations| {
                     let shared = registrations.iter().find_map(|r| match &r.handler {
                         Handler::Builtin(s) => s
                             .as_any()
@@ -306,6 +391,35 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
                 })
                 .map_err(Status::from)
         })();
-        report("amdgpu_dropin_hostcall_devmem_enable", SERVICE_DEVMEM, buffer, result)
+        report("amdgpu_dropin_hostcall_devmem_enable", ids::SERVICE_DEVMEM, buffer, result)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_has_its_own_text_and_other_values_are_unknown() {
+        let mut texts = Vec::new();
+        for status in Status::ALL {
+            let raw = status as i32;
+            assert_eq!(Status::from_raw(raw), Some(status));
+            // SAFETY: status_string returns a static NUL-terminated string.
+            let text = unsafe { core::ffi::CStr::from_ptr(amdgpu_dropin_hostcall_status_string(raw)) };
+            assert_eq!(text, status.text());
+            assert!(!texts.contains(&text), "{status:?} shares its text");
+            texts.push(text);
+        }
+        assert_eq!(
+            texts.len(),
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY as usize + 1,
+            "ALL lists every status"
+        );
+        for raw in [-1, Status::ALL.len() as i32, i32::MAX, i32::MIN] {
+            // SAFETY: as above.
+            let text = unsafe { core::ffi::CStr::from_ptr(amdgpu_dropin_hostcall_status_string(raw)) };
+            assert_eq!(text, c"unknown status");
+        }
+    }
 }

@@ -5,21 +5,24 @@
 //! classic protocol.
 //!
 //! Only argument checks, logging, the panic boundary and status conversion
-//! live here; the logic is in `crate::hostcall::{registry, phase_layout}`.
+//! live here; the logic is in `crate::hostcall::{registry, protocol}`.
 #![cfg(not(loom))]
 
 use core::ffi::c_void;
 
-use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_string;
 use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t;
 use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t as Status;
-use crate::hostcall::{self, layout, phase_layout, DisableError, EnableError, Protocol};
+use crate::ffi::panic::ffi_boundary;
+use crate::hostcall::protocol::phase_bit::layout as phase_layout;
+use crate::hostcall::{self, Protocol};
 use crate::log::Level;
 
 /// The hostcall protocols. The device code using a buffer must have been
 /// built for the protocol the buffer is enabled with.
+// The C values; `Protocol::from_id` reads them (pinned by a unit test).
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)]
 pub enum amdgpu_dropin_hostcall_protocol_t {
     /// Packets on lock-free ready and free stacks (ROCm device libraries'
     /// long-standing protocol; what `enableHostcalls` sets up).
@@ -39,30 +42,13 @@ pub enum amdgpu_dropin_hostcall_protocol_t {
     AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT = 1,
 }
 
-use amdgpu_dropin_hostcall_protocol_t as ProtocolId;
-
-/// The protocol a C value names, without the bitmap.
-fn protocol_id(protocol: u32) -> Option<ProtocolId> {
-    match protocol {
-        0 => Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC),
-        1 => Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT),
-        _ => None,
-    }
-}
-
 /// Bytes a hostcall buffer of `num_packets` packets occupies in `protocol`
 /// (an `amdgpu_dropin_hostcall_protocol_t` value); 0 for an unknown protocol.
 /// For the classic protocol the same as `getHostcallBufferSize`.
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_hostcall_buffer_size(protocol: u32, num_packets: u32) -> usize {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_buffer_size", {
-        match protocol_id(protocol) {
-            Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC) => layout::buffer_size(num_packets),
-            Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT) => {
-                phase_layout::buffer_size(num_packets)
-            }
-            None => 0,
-        }
+    ffi_boundary!("amdgpu_dropin_hostcall_buffer_size", {
+        Protocol::from_id(protocol, 0).map_or(0, |protocol| protocol.buffer_size(num_packets))
     })
 }
 
@@ -70,14 +56,8 @@ pub extern "C" fn amdgpu_dropin_hostcall_buffer_size(protocol: u32, num_packets:
 /// an unknown protocol.
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_hostcall_buffer_alignment(protocol: u32) -> u32 {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_buffer_alignment", {
-        match protocol_id(protocol) {
-            Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC) => layout::BUFFER_ALIGNMENT as u32,
-            Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT) => {
-                phase_layout::PHASE_BUFFER_ALIGNMENT as u32
-            }
-            None => 0,
-        }
+    ffi_boundary!("amdgpu_dropin_hostcall_buffer_alignment", {
+        Protocol::from_id(protocol, 0).map_or(0, |protocol| protocol.alignment() as u32)
     })
 }
 
@@ -87,7 +67,7 @@ pub extern "C" fn amdgpu_dropin_hostcall_buffer_alignment(protocol: u32) -> u32 
 /// GPU), 4-aligned, zeroed; the library never reads or writes it.
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_hostcall_occupancy_size(num_packets: u32) -> usize {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_occupancy_size", {
+    ffi_boundary!("amdgpu_dropin_hostcall_occupancy_size", {
         phase_layout::occupancy_words(num_packets) * core::mem::size_of::<u32>()
     })
 }
@@ -130,21 +110,18 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_enable(
     protocol: u32,
     occupancy: *mut u32,
 ) -> amdgpu_dropin_hostcall_status_t {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_enable", {
-        let chosen = match (protocol_id(protocol), occupancy.is_null()) {
-            (Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC), true) => Ok(Protocol::Classic),
-            (Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT), _) => {
-                Ok(Protocol::PhaseBit { occupied: occupancy as usize })
-            }
-            (Some(ProtocolId::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC), false) => {
+    ffi_boundary!("amdgpu_dropin_hostcall_enable", {
+        let chosen = match (Protocol::from_id(protocol, occupancy as usize), occupancy.is_null()) {
+            (Some(Protocol::Classic), false) => {
                 Err("the classic protocol takes no occupancy bitmap".to_string())
             }
+            (Some(chosen), _) => Ok(chosen),
             (None, _) => Err(format!("unknown protocol {protocol}")),
         };
         let result = match chosen {
             // SAFETY: forwarded caller contract (see `# Safety`).
             Ok(chosen) => unsafe { hostcall::enable_with(buffer, num_packets, queue, chosen) }
-                .map_err(|e| (enable_status(&e), e.to_string())),
+                .map_err(|e| (Status::from(&e), e.to_string())),
             Err(text) => Err((Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, text)),
         };
         match result {
@@ -161,22 +138,6 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_enable(
     })
 }
 
-fn enable_status(error: &EnableError) -> Status {
-    match error {
-        EnableError::NullBuffer
-        | EnableError::Misaligned(_)
-        | EnableError::TooFewPackets(_)
-        | EnableError::BadOccupancy(_)
-        | EnableError::AddressRange => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT,
-        EnableError::AlreadyEnabled | EnableError::Overlaps(_) => {
-            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_ENABLED
-        }
-        EnableError::Hsa(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA,
-        EnableError::StillServing(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY,
-        EnableError::Exiting | EnableError::Thread(_) => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_UNAVAILABLE,
-    }
-}
-
 /// Unregisters a buffer enabled in either protocol (as `disableHostcalls`,
 /// with a status): when it returns the listener no longer touches the buffer
 /// (nor its occupancy bitmap, which it never touches), except when called
@@ -191,20 +152,15 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_disable(
     buffer: *mut c_void,
     queue: *const c_void,
 ) -> amdgpu_dropin_hostcall_status_t {
-    crate::ffi_boundary!("amdgpu_dropin_hostcall_disable", {
+    ffi_boundary!("amdgpu_dropin_hostcall_disable", {
         match hostcall::disable(buffer, queue) {
             Ok(()) => Status::AMDGPU_DROPIN_HOSTCALL_OK,
             Err(error) => {
-                let status = match error {
-                    DisableError::NullBuffer => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT,
-                    DisableError::NotEnabled => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED,
-                };
+                let status = Status::from(&error);
                 crate::log!(
                     Level::Warning,
                     "amdgpu_dropin_hostcall_disable(buffer={buffer:p}, queue={queue:p}): {error} ({})",
-                    // SAFETY: status_string returns a static NUL-terminated string.
-                    unsafe { core::ffi::CStr::from_ptr(amdgpu_dropin_hostcall_status_string(status as i32)) }
-                        .to_string_lossy()
+                    status.text().to_string_lossy()
                 );
                 status
             }
@@ -217,9 +173,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_c_protocol_values_name_the_protocols() {
+        use amdgpu_dropin_hostcall_protocol_t as Id;
+        assert_eq!(
+            Protocol::from_id(Id::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC as u32, 0),
+            Some(Protocol::Classic)
+        );
+        assert_eq!(
+            Protocol::from_id(Id::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT as u32, 64),
+            Some(Protocol::PhaseBit { occupied: 64 })
+        );
+        assert_eq!(Protocol::from_id(2, 0), None);
+    }
+
+    #[test]
     fn sizes_and_alignments_per_protocol() {
         for n in [0u32, 1, 2, 3, 64, 1000] {
-            assert_eq!(amdgpu_dropin_hostcall_buffer_size(0, n), layout::buffer_size(n));
+            assert_eq!(
+                amdgpu_dropin_hostcall_buffer_size(0, n),
+                crate::hostcall::protocol::classic::layout::buffer_size(n)
+            );
             assert_eq!(amdgpu_dropin_hostcall_buffer_size(1, n), phase_layout::buffer_size(n));
             assert_eq!(amdgpu_dropin_hostcall_buffer_size(2, n), 0);
         }

@@ -5,9 +5,7 @@
 //! either NULL (always rejected with a clear error, never dereferenced) or
 //! meets the requirements of `core::ptr::read`/`write` for its type.
 
-// `ffi_boundary!` by its bare name in the export modules below.
-#[macro_use]
-pub mod panic;
+pub(crate) mod panic;
 
 #[cfg(feature = "iree-vmem")]
 pub mod vmem;

@@ -7,6 +7,7 @@
 //! for NULL and alignment and every enum value for range before use: bad
 //! input is an INVALID_ARGUMENT status, never a crash.
 
+use crate::ffi::panic::ffi_boundary;
 use core::ptr::NonNull;
 
 use hsa_sys::{

@@ -19,8 +19,9 @@
 //! * Phase-bit buffers (`enable_with`, `Protocol::PhaseBit`): one packet is
 //!   enough (no tagged pointers); the occupancy bitmap must be non-NULL,
 //!   4-aligned and outside the buffer, and is never read or written by the host (only its address
-//!   goes into the buffer). Disabling works the same for both protocols; the
-//!   abandoned-request warning counts packets whose phases differ.
+//!   goes into the buffer). Disabling works the same for both protocols: a
+//!   buffer disabled while requests wait gets one warning that they are
+//!   abandoned (phase-bit: packets whose phases differ), with no count.
 //! * Enabling a buffer that is already enabled → false, logged; the first
 //!   registration stays intact and the buffer is not re-initialized (waves may
 //!   be using it). A buffer overlapping another enabled buffer → false.
@@ -68,11 +69,12 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
-use super::buffer::phase::PhaseBuffer;
-use super::buffer::DeviceBuffer;
-use super::listener::{self, Entry, EntryBuffer, Listener, ScanCell, SignalApi};
-use super::protocol::Gate;
-use super::{layout, phase_layout};
+use super::gate::Gate;
+use super::listener::{self, Entry, Listener, SignalApi};
+use super::process::{self, EXITING, FORK_EPOCH, IN_DOORBELL_WAIT, LIVE_THREADS};
+use super::protocol::phase_bit::layout as phase_layout;
+use super::protocol::Buffer;
+pub use super::protocol::Protocol;
 use crate::log::Level;
 
 /// Longest the last `disableHostcalls` waits for the listener thread to end
@@ -112,7 +114,11 @@ impl core::fmt::Display for EnableError {
         match self {
             EnableError::NullBuffer => write!(f, "buffer is NULL"),
             EnableError::Misaligned(a) => {
-                write!(f, "buffer {a:#x} is not aligned to {} bytes", layout::BUFFER_ALIGNMENT)
+                write!(
+                    f,
+                    "buffer {a:#x} is not aligned to {} bytes",
+                    crate::hostcall::protocol::payload::BUFFER_ALIGNMENT
+                )
             }
             EnableError::TooFewPackets(n) => {
                 write!(f, "{n} packets: the classic hostcall protocol needs at least 2, phase-bit 1")
@@ -217,35 +223,6 @@ fn lock(state: &State) -> std::sync::MutexGuard<'_, Control> {
     state.control.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The hostcall protocol a buffer is enabled with (the device code using the
-/// buffer must have been built for the same one).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    /// Ready and free stacks of tagged pointers (`layout.rs`).
-    Classic,
-    /// Device and host phase words, packets claimed through the caller's
-    /// occupancy bitmap at `occupied` (`phase_layout.rs`).
-    PhaseBit { occupied: usize },
-}
-
-impl Protocol {
-    /// Bytes a buffer of `packets` packets occupies in this protocol.
-    pub fn buffer_size(self, packets: u32) -> usize {
-        match self {
-            Protocol::Classic => layout::buffer_size(packets),
-            Protocol::PhaseBit { .. } => phase_layout::buffer_size(packets),
-        }
-    }
-
-    fn min_packets(self) -> u32 {
-        match self {
-            // One packet would make the empty stack (0) and packet 0 alike.
-            Protocol::Classic => 2,
-            Protocol::PhaseBit { .. } => 1,
-        }
-    }
-}
-
 /// Registers `buffer` for the classic protocol (`enable_with`).
 ///
 /// # Safety
@@ -270,7 +247,7 @@ pub unsafe fn enable_with(
 ) -> Result<(), EnableError> {
     let base = NonNull::new(buffer.cast::<u8>()).ok_or(EnableError::NullBuffer)?;
     let key = base.as_ptr() as usize;
-    if key % layout::BUFFER_ALIGNMENT != 0 {
+    if key % protocol.alignment() != 0 {
         return Err(EnableError::Misaligned(key));
     }
     if packets < protocol.min_packets() {
@@ -288,7 +265,7 @@ pub unsafe fn enable_with(
         }
     }
     // Relaxed: checked again under the lock below; a hint here.
-    if listener::EXITING.load(Ordering::Relaxed) {
+    if EXITING.load(Ordering::Relaxed) {
         return Err(EnableError::Exiting);
     }
 
@@ -306,14 +283,14 @@ pub unsafe fn enable_with(
         let Some(busy) = busy.map(Arc::clone) else {
             break;
         };
-        if listener::serving_on_this_thread(&busy.gate) {
+        if process::serving_on_this_thread(&busy.gate) {
             return Err(EnableError::StillServing(busy.key));
         }
         drop(control);
         wait_until_idle(&busy.gate, busy.key);
         control = lock(state);
     }
-    if listener::EXITING.load(Ordering::SeqCst) {
+    if EXITING.load(Ordering::SeqCst) {
         return Err(EnableError::Exiting);
     }
     for entry in &control.entries {
@@ -329,22 +306,10 @@ pub unsafe fn enable_with(
         control.listener = Some(start_listener()?);
     }
     let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").listener);
-    let entry_buffer = match protocol {
-        Protocol::Classic => {
-            // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
-            // contract covers validity and exclusive protocol access until disable.
-            let device_buffer = unsafe { DeviceBuffer::new(base, packets) };
-            device_buffer.initialize(shared.doorbell_handle());
-            EntryBuffer::Classic(device_buffer)
-        }
-        Protocol::PhaseBit { occupied } => {
-            // SAFETY: as above, for the phase-bit size.
-            let phase_buffer = unsafe { PhaseBuffer::new(base, packets) };
-            phase_buffer.initialize(shared.doorbell_handle(), occupied);
-            EntryBuffer::PhaseBit { buffer: phase_buffer, scan: ScanCell::new(packets) }
-        }
-    };
-    let protocol_name = entry_buffer.protocol_name();
+    // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
+    // contract covers validity and exclusive protocol access until disable.
+    let entry_buffer = unsafe { Buffer::initialize(protocol, base, packets, shared.doorbell_handle()) };
+    let protocol_name = protocol.name();
     control.entries.push(Arc::new(Entry::new(key, entry_buffer, queue as usize)));
     shared.publish(&control.entries);
     crate::log!(
@@ -370,7 +335,7 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         let mut control = lock(state());
         let index = control.entries.iter().position(|e| e.key == key).ok_or(DisableError::NotEnabled)?;
         let entry = control.entries.remove(index);
-        if !entry.gate.close() && listener::serving_on_this_thread(&entry.gate) {
+        if !entry.gate.close() && process::serving_on_this_thread(&entry.gate) {
             // Disabled from inside its own service: the listener is still in
             // the buffer; an enable of it must not initialize it meanwhile.
             control.draining.push(Arc::clone(&entry));
@@ -390,7 +355,7 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
             queue
         );
     }
-    if listener::serving_on_this_thread(&entry.gate) {
+    if process::serving_on_this_thread(&entry.gate) {
         crate::log!(
             Level::Info,
             "disableHostcalls({key:#x}) called from a hostcall service of that buffer: not waiting \
@@ -446,7 +411,7 @@ fn start_listener() -> Result<ActiveListener, EnableError> {
 fn stop_listener(active: ActiveListener, timeout: Duration) {
     let ActiveListener { listener: shared, thread } = active;
     shared.request_stop();
-    if listener::on_listener_thread(&shared) {
+    if process::on_listener_thread(Arc::as_ptr(&shared)) {
         // A service disabled the last buffer: the thread cannot join itself.
         // It leaves its loop when the service returns and drops its own
         // reference (destroying the signal if it is the last one).
@@ -508,13 +473,13 @@ fn install_process_hooks() {
 /// thread. Only atomic stores (async-signal-safe).
 extern "C" fn after_fork_in_child() {
     // Relaxed: the child has a single thread at this point.
-    listener::FORK_EPOCH.fetch_add(1, Ordering::Relaxed);
-    listener::LIVE_THREADS.store(0, Ordering::Relaxed);
+    FORK_EPOCH.fetch_add(1, Ordering::Relaxed);
+    LIVE_THREADS.store(0, Ordering::Relaxed);
     // The old state (and its possibly locked mutex, its listener's signal)
     // belongs to the parent: leak it; the next call makes a fresh one.
     STATE.store(core::ptr::null_mut(), Ordering::Release);
     // Likewise the handler table, its registrations and their DEVMEM books.
-    super::handlers::forget_after_fork();
+    super::services::handlers::forget_after_fork();
 }
 
 /// Set by `at_exit`.
@@ -528,7 +493,7 @@ static EXIT_HANDLER_RAN: AtomicBool = AtomicBool::new(false);
 /// microseconds instead of up to one wait timeout (1 s when idle).
 extern "C" fn at_exit() {
     // SeqCst: enable re-checks EXITING under the lock with SeqCst.
-    listener::EXITING.store(true, Ordering::SeqCst);
+    EXITING.store(true, Ordering::SeqCst);
     // Relaxed: read later by this same thread (exit runs the hooks in order).
     EXIT_HANDLER_RAN.store(true, Ordering::Relaxed);
     if let Some(active) = listener_for_exit() {
@@ -566,11 +531,11 @@ fn listener_for_exit() -> Option<Arc<Listener>> {
 /// to `EXIT_WAIT_FOR_HSA_WAIT` more until it has left the wait: its timeout
 /// ends it, and it makes no HSA call after that (`EXITING` is set).
 fn wait_for_listeners(timeout: Duration) {
-    let own = usize::from(listener::on_any_listener_thread());
+    let own = usize::from(process::on_any_listener_thread());
     // Acquire: pairs with the listener's release decrement.
-    wait_bounded(timeout, || listener::LIVE_THREADS.load(Ordering::Acquire) <= own);
+    wait_bounded(timeout, || LIVE_THREADS.load(Ordering::Acquire) <= own);
     // SeqCst: see `Listener::doorbell_wait_value` (EXITING was stored SeqCst before).
-    wait_bounded(EXIT_WAIT_FOR_HSA_WAIT, || listener::IN_DOORBELL_WAIT.load(Ordering::SeqCst) == 0);
+    wait_bounded(EXIT_WAIT_FOR_HSA_WAIT, || IN_DOORBELL_WAIT.load(Ordering::SeqCst) == 0);
 }
 
 /// Yields, then sleeps in 200 µs steps, until `done` or `timeout`.
@@ -593,7 +558,7 @@ fn wait_bounded(timeout: Duration, mut done: impl FnMut() -> bool) {
 /// runtime may already be torn down.
 extern "C" fn at_unload() {
     // SeqCst: as in `at_exit`.
-    listener::EXITING.store(true, Ordering::SeqCst);
+    EXITING.store(true, Ordering::SeqCst);
     // Relaxed: see `at_exit`. Its bounded wait already ran: a listener still
     // running now is stuck in a service, and waiting twice helps nobody.
     if EXIT_HANDLER_RAN.load(Ordering::Relaxed) {

@@ -2,9 +2,10 @@
 //! against, swappable for loom's model-checked versions (`--cfg loom`), in the
 //! manner of crossbeam's `primitive` module.
 //!
-//! Only `protocol.rs`, `phase_protocol.rs`, `helper_bell.rs` and the loom
-//! halves of `buffer.rs` and `buffer/phase.rs` import from here, so the code loom explores is exactly
-//! the code the listener runs: the detach / walk / serve / release steps of the
+//! Only the protocols' serving steps (`protocol/*/serve.rs`), the loom halves
+//! of their buffer views (`protocol/*/buffer.rs`), `gate.rs`,
+//! `services/call_gate.rs` and `listener/helper_bell.rs` import from here, so
+//! the code loom explores is exactly the code the listener runs: the detach / walk / serve / release steps of the
 //! ready stack, the phase-bit scan / serve / hand-back, and the registration
 //! gate between `disableHostcalls` and the listener. The listener loop, the registry and the
 //! HSA calls use `std` directly and are not modelled (loom cannot model the

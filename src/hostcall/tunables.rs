@@ -1,5 +1,4 @@
-//! The listener's timing constants, the error answer and the test hook's
-//! service id: the one
+//! The listener's timing constants and the test hook's service id: the one
 //! place the C test suite takes them from. cbindgen generates
 //! `ctest/include/amdgpu_dropin_hostcall_constants.h` from this file (see
 //! build.rs; `tests/headers.rs` catches drift), so no test hard-codes them.
@@ -45,9 +44,6 @@ pub const SLOW_STREAK: u32 = 3;
 
 /// A buffer on the helper that has been fast for this long comes back (ms).
 pub const SLOW_DEMOTE_AFTER_MS: u64 = 1000;
-
-/// slot[0] of a lane whose request failed (-1).
-pub const ERROR_VALUE: u64 = 0xFFFF_FFFF_FFFF_FFFF;
 
 /// Test hook, only in a library built with the `test-hooks` feature (the C
 /// suite's hook build): requests with this service id panic inside the

@@ -1,5 +1,5 @@
 //! C-visible types of IREE's `util/vmem.h`, laid out exactly as IREE lays
-//! them out (SPEC §2). cbindgen reads this file (with `src/ffi/vmem.rs`) to
+//! them out (docs/iree.md#layouts-shared-with-iree). cbindgen reads this file (with `src/ffi/vmem.rs`) to
 //! generate `include/iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h`.
 //!
 //! Enumerations cross the C ABI as 32-bit integers. A C caller may pass any
@@ -173,6 +173,7 @@ impl iree_hal_amdgpu_vmem_ringbuffer_t {
         ring_base_ptr: core::ptr::null_mut(),
     };
 
+    #[cfg(test)]
     pub fn is_zeroed(&self) -> bool {
         *self == Self::ZEROED
     }
@@ -226,7 +227,7 @@ const_assert_eq!(offset_of!(iree_hal_amdgpu_topology_t, gpu_cpu_map), 2080);
 
 /// cbindgen:ignore
 /// IREE's `iree_hal_amdgpu_libhsa_t`, opaque here: its function table's order
-/// changes between IREE versions (SPEC §2.2), so the library never declares
+/// changes between IREE versions (docs/iree.md#layouts-shared-with-iree), so the library never declares
 /// its fields past the fixed prefix below.
 #[repr(C)]
 pub struct iree_hal_amdgpu_libhsa_t {

@@ -3,7 +3,8 @@
 //!
 //! IREE passes its HSA function table by pointer, and the order of the table's
 //! entries changed between IREE versions whose `vmem.h` is byte-identical
-//! (SPEC §2.2: `hsa_amd_vmem_address_reserve_align` sits in slot 32, 33 or 34).
+//! (`hsa_amd_vmem_address_reserve_align` sits in slot 32, 33 or 34:
+//! docs/iree.md#layouts-shared-with-iree).
 //! So each slot's pointer is identified by the exported symbol at exactly that
 //! address (`crate::hsa::identify`, dladdr), and a function is used only when
 //! a slot was identified as it. A needed function that no slot holds makes the

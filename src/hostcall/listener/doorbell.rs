@@ -2,7 +2,7 @@
 //! ring after pushing a packet, and the listener's blocked wait on it.
 //!
 //! All HSA calls of the listener are here, resolved at run time through
-//! `crate::hsa` (SPEC §3). Callers decide whether HSA may still be called
+//! `crate::hsa` (docs/listener.md#the-doorbell). Callers decide whether HSA may still be called
 //! (`Listener::hsa_usable`); this module only makes the calls.
 
 use core::ffi::c_void;

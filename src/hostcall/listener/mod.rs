@@ -1,205 +1,45 @@
 //! The listener: threads that wait on the shared doorbell signal and serve
-//! the ready stacks of every registered buffer.
+//! every registered buffer, in either protocol.
 //!
 //! * `doorbell`    — the HSA signal and its blocked wait (all HSA calls).
 //! * `classifier`  — which thread serves which buffer (pure, clock injected).
 //! * `poll_window` — when a thread polls and when it blocks (pure, clock injected).
 //! * `serve_loop`  — the threads: polling, waiting, visiting buffers.
+//! * `helper_bell` — where the slow-buffer helper sleeps (model-checked).
 //!
 //! This file holds the state the registry and the listener threads share
-//! (`Listener`, `Entry`) and the process-wide flags.
+//! (`Listener`, `Entry`); the process-wide flags are in `hostcall::process`.
 //!
-//! # Waiting strategy (latency vs. idle CPU)
-//!
-//! A blocked HSA wait is woken through an interrupt on a real GPU, tens of
-//! microseconds after the wave rings; waves often issue their next request
-//! right after the previous answer. So after work the listener keeps polling
-//! the ready stacks (spinning briefly, then yielding, like crossbeam's
-//! `Backoff::snooze`) for as long as `poll_window::PollWindow` says: only while
-//! recent requests came closer together than ROCr's blocked wait polls by
-//! itself (its first 200 µs) plus about two wake-ups, for at most 100 µs.
-//! Then it blocks on the doorbell (`wait != last value`,
-//! `tunables::WAIT_TIMEOUT_MS`, 100 ms). Idle, the listener sits in
-//! that blocked wait and wakes at its timeout to rescan; each timeout with
-//! nothing found makes the next wait 4 times longer, up to 1 s
-//! (`poll_window::IdleTimeout`): an idle listener costs one wake-up and one
-//! look per buffer per second. (Each wait also costs ROCr's 200 µs poll, and
-//! on the benchmark's virtual machine a wake-up after a long sleep costs
-//! 0.2–1 ms of CPU whatever the thread does; the benchmark measured 0.85 ms
-//! per 2 s with 8 buffers.)
-//!
-//! Phase-bit buffers add one rule: their waves ring at most once per ~10 µs
-//! per device, so a request may come without a ring shortly after another
-//! wave's ring. While one is enabled a thread blocks only once the doorbell
-//! value has been still for twice that (`poll_window::DoorbellQuiet`).
-//!
-//! The rescan on timeout (and the scan just before blocking) means the
-//! doorbell is only a hint: a lost or coalesced ring delays a packet by at
-//! most 100 ms while requests come, at most 1 s after a
-//! second of silence; it never strands it. The value compared against is
-//! read (acquire) *before* the last scan, so a ring that lands between that
-//! scan and the wait changes the value and the wait returns at once.
-//!
-//! # No lock while serving
-//!
-//! The listener works from a snapshot of the registry (`Arc<[Arc<Entry>]>`,
-//! refreshed when `Listener::generation` moves); the registry's spin lock is
-//! held only to clone or replace that `Arc`. Each buffer has a `Gate`
-//! (protocol.rs) that `disableHostcalls` closes and waits on, so disabling one
-//! buffer waits at most for the packet being served on that buffer, and
-//! enabling never waits for services at all.
-//!
-//! # Slow services do not stall other buffers
-//!
-//! Services run inline on the listener thread (no hand-off cost on the fast
-//! path). Each visit of a buffer is timed; a buffer whose visits keep taking
-//! long (a host function or printf that blocks) is handed to a helper thread
-//! (`amdgpu-hc-slow`, started on first need, same polling strategy) and
-//! comes back once it has been fast for a while. The rules are in
-//! `classifier`. Only the main listener waits on the HSA doorbell; the helper
-//! sleeps on its own bell, which the main listener rings when it sees work on
-//! a buffer the helper serves (`hostcall::helper_bell`).
-//!
-//! # Stopping
-//!
-//! `request_stop` (last buffer disabled), process exit (`EXITING`, set by the
-//! library's `.fini_array` hook), or being in a forked child (`FORK_EPOCH`
-//! moved) end the loop. See registry.rs for who waits how long.
+//! The waiting strategy (poll after work while requests come often, then a
+//! blocked doorbell wait whose timeout grows while idle; the doorbell is only
+//! a hint), the lock-free snapshot the threads serve from, the slow-buffer
+//! helper and how the threads stop are described in docs/listener.md; exit
+//! and fork in docs/process.md.
 
 mod classifier;
 mod doorbell;
+pub mod helper_bell;
 mod poll_window;
 mod serve_loop;
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use doorbell::{Doorbell, SignalApi};
 pub use serve_loop::spawn;
 
-use super::buffer::phase::PhaseBuffer;
-use super::buffer::DeviceBuffer;
-use super::helper_bell;
-use super::phase_protocol::ScanLimit;
-use super::protocol::Gate;
-use super::service::Services;
+use super::gate::Gate;
+use super::process::{EXITING, FORK_EPOCH, IN_DOORBELL_WAIT};
+use super::protocol::Buffer;
+use super::services::Services;
 use classifier::{BufferClass, HelperWatch};
-
-/// Listener threads inside the HSA doorbell wait right now. Process exit
-/// waits for it to drop to 0 (bounded by `tunables::IDLE_WAIT_MAX_MS`) when no ring could
-/// reach them, so no listener is inside the HSA runtime during its teardown.
-pub static IN_DOORBELL_WAIT: AtomicUsize = AtomicUsize::new(0);
-
-/// Set by the `.fini_array` hook: the process is exiting (or the library is
-/// being unloaded). Listeners stop; no HSA call is made any more (the HSA
-/// runtime may already be torn down).
-pub static EXITING: AtomicBool = AtomicBool::new(false);
-
-/// Listener threads (main listeners and helpers) that have not finished yet.
-pub static LIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
-
-/// Bumped in a forked child: listeners (and signals) of an older epoch
-/// belong to the parent.
-pub static FORK_EPOCH: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// On a listener thread: the address of its `Listener`; 0 elsewhere.
-    static CURRENT: Cell<usize> = const { Cell::new(0) };
-    /// The address of the `Gate` this thread is inside (serving that
-    /// buffer's packets); 0 when it is inside none.
-    static SERVING: Cell<usize> = const { Cell::new(0) };
-}
-
-/// True when called on a thread of `listener` (from a service).
-pub fn on_listener_thread(listener: &Listener) -> bool {
-    CURRENT.try_with(|c| c.get() == listener as *const Listener as usize).unwrap_or(false)
-}
-
-/// True when this thread is inside `gate`, i.e. called from a service of the
-/// buffer `gate` guards. Only then may `disableHostcalls` skip waiting for the
-/// gate: on any other thread (a listener thread serving *another* buffer
-/// included, since the main listener and the helper serve buffers in
-/// parallel) the server inside is someone else and must be waited for.
-pub fn serving_on_this_thread(gate: &Gate) -> bool {
-    SERVING.try_with(|c| c.get() == gate as *const Gate as usize).unwrap_or(false)
-}
-
-/// True when called on any listener thread.
-pub fn on_any_listener_thread() -> bool {
-    CURRENT.try_with(|c| c.get() != 0).unwrap_or(false)
-}
-
-/// A registered buffer, in the protocol it was enabled with.
-pub enum EntryBuffer {
-    /// The classic protocol (ready and free stacks).
-    Classic(DeviceBuffer),
-    /// The phase-bit protocol, with the host's scan state.
-    PhaseBit { buffer: PhaseBuffer, scan: ScanCell },
-}
-
-impl EntryBuffer {
-    /// Bytes of device-shared memory the buffer spans.
-    pub fn size(&self) -> usize {
-        match self {
-            EntryBuffer::Classic(buffer) => super::layout::buffer_size(buffer.packets()),
-            EntryBuffer::PhaseBit { buffer, .. } => super::phase_layout::buffer_size(buffer.packets()),
-        }
-    }
-
-    pub fn protocol_name(&self) -> &'static str {
-        match self {
-            EntryBuffer::Classic(_) => "classic",
-            EntryBuffer::PhaseBit { .. } => "phase-bit",
-        }
-    }
-
-    /// Whether requests are waiting to be served: relaxed peeks (serving
-    /// reads again with acquire). Only while the buffer is alive: from
-    /// inside its gate, or by disable before it returns.
-    pub fn has_waiting_requests(&self) -> bool {
-        match self {
-            EntryBuffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
-            EntryBuffer::PhaseBit { buffer, .. } => super::phase_protocol::has_pending(buffer),
-        }
-    }
-}
-
-/// A phase-bit buffer's `ScanLimit`, used only by the thread inside the
-/// buffer's gate: relaxed accesses suffice, the gate's release/acquire orders
-/// one holder's store before the next holder's load.
-pub struct ScanCell {
-    limit: AtomicU32,
-    narrowed_visits: AtomicU32,
-}
-
-impl ScanCell {
-    pub fn new(packets: u32) -> ScanCell {
-        let full = ScanLimit::full(packets);
-        ScanCell { limit: AtomicU32::new(full.limit), narrowed_visits: AtomicU32::new(full.narrowed_visits) }
-    }
-
-    pub fn get(&self) -> ScanLimit {
-        // Relaxed: see the type's docs.
-        ScanLimit {
-            limit: self.limit.load(Ordering::Relaxed),
-            narrowed_visits: self.narrowed_visits.load(Ordering::Relaxed),
-        }
-    }
-
-    pub fn set(&self, scan: ScanLimit) {
-        // Relaxed: see the type's docs.
-        self.limit.store(scan.limit, Ordering::Relaxed);
-        self.narrowed_visits.store(scan.narrowed_visits, Ordering::Relaxed);
-    }
-}
 
 /// One registered buffer.
 pub struct Entry {
     /// The buffer address (registry key and printf's buffer key).
     pub key: usize,
-    pub buffer: EntryBuffer,
+    pub buffer: Buffer,
     /// The queue passed to enableHostcalls (only compared on disable).
     pub queue: usize,
     pub gate: Gate,
@@ -208,7 +48,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn new(key: usize, buffer: EntryBuffer, queue: usize) -> Entry {
+    pub fn new(key: usize, buffer: Buffer, queue: usize) -> Entry {
         Entry { key, buffer, queue, gate: Gate::new(), class: BufferClass::new() }
     }
 }

@@ -133,7 +133,8 @@ impl PollWindow {
 /// comes at most one throttle after a ring the thread has seen move the
 /// value, so it is found by the polling this rule keeps up.
 pub const PHASE_BIT_QUIET_NS: u64 =
-    2 * crate::hostcall::phase_layout::DOORBELL_THROTTLE_TICKS * 1_000_000_000 / DEVICE_COUNTER_HZ;
+    2 * crate::hostcall::protocol::phase_bit::layout::DOORBELL_THROTTLE_TICKS * 1_000_000_000
+        / DEVICE_COUNTER_HZ;
 
 /// The device's steady counter frequency the throttle is counted in.
 const DEVICE_COUNTER_HZ: u64 = 100_000_000;
@@ -173,10 +174,9 @@ impl DoorbellQuiet {
 /// `WAIT_TIMEOUT` (100 ms): a packet whose ring was lost waits at most that.
 /// Each wait that times out with the doorbell unmoved and nothing found makes
 /// the next one `IDLE_WAIT_GROWTH` times longer, up to `IDLE_WAIT_MAX` (1 s):
-/// a wake-up after a long sleep costs a thread 0.2–1 ms of CPU on a virtual
-/// machine (measured in bench/README.md), so an idle listener that woke every
-/// 100 ms cost 5.5–7.9 ms of CPU per 2 s there. A ring, or work found, brings
-/// it back to `WAIT_TIMEOUT`.
+/// a wake-up after a long sleep costs a thread far more CPU than the look
+/// itself (docs/listener.md#blocked-wait-and-idle-timeout). A ring, or work
+/// found, brings it back to `WAIT_TIMEOUT`.
 ///
 /// Lost rings: real GPUs lose doorbell rings now and then (a wave posts and
 /// its ring never wakes the waiter). A wait that timed out with the doorbell

@@ -7,10 +7,13 @@ use std::sync::Arc;
 
 use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
 use super::poll_window::{DoorbellQuiet, IdleTimeout, PollWindow};
-use super::{Entry, EntryBuffer, Listener, CURRENT, EXITING, LIVE_THREADS, SERVING};
-use crate::hostcall::buffer::DeviceBuffer;
-use crate::hostcall::phase_protocol::{serve_phases, PendingPhasePacket};
-use crate::hostcall::protocol::{drain_ready_packets, DrainStats, Gate};
+use super::{Entry, Listener};
+use crate::hostcall::gate::Gate;
+use crate::hostcall::process::{CURRENT, EXITING, LIVE_THREADS, SERVING};
+use crate::hostcall::protocol::classic::buffer::DeviceBuffer;
+use crate::hostcall::protocol::classic::serve::{drain_ready_packets, DrainStats};
+use crate::hostcall::protocol::phase_bit::serve::{serve_phases, PendingPhasePacket};
+use crate::hostcall::protocol::Buffer;
 use crate::log::{panic_message, Level};
 
 /// Spins (with `spin_loop` hints doubling per round) before the poll loop
@@ -189,7 +192,7 @@ fn serve_entry(listener: &Listener, entry: &Entry, role: Role, clock: &impl Cloc
     // visit. A push it misses is seen by the next scan (there is one before
     // every block). A phase-bit buffer has no one word to peek at: its scan
     // reads the phase words, which the device writes only when it posts.
-    if let EntryBuffer::Classic(buffer) = &entry.buffer {
+    if let Buffer::Classic(buffer) = &entry.buffer {
         if buffer.ready_stack().load(Ordering::Relaxed) == 0 {
             return None;
         }
@@ -201,12 +204,12 @@ fn serve_entry(listener: &Listener, entry: &Entry, role: Role, clock: &impl Cloc
     // Relaxed: a hint; the exit hook waits for the thread to leave.
     let keep_going = || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed);
     let served = match &entry.buffer {
-        EntryBuffer::Classic(buffer) => serve_classic(
+        Buffer::Classic(buffer) => serve_classic(
             entry,
             buffer,
             drain_ready_packets(buffer, |packet| listener.services.serve_packet(packet), keep_going),
         ),
-        EntryBuffer::PhaseBit { buffer, scan } => {
+        Buffer::PhaseBit { buffer, scan } => {
             let mut limit = scan.get();
             let serve = |packet: &mut PendingPhasePacket<'_>| listener.services.serve_packet(packet);
             let stats = serve_phases(buffer, &mut limit, serve, keep_going);
@@ -357,6 +360,68 @@ fn ensure_helper(
     }
 }
 
+/// What a listener thread's loop carries from one round to the next.
+struct LoopState {
+    /// The registry snapshot served, and the generation it was taken at.
+    snapshot: Arc<[Arc<Entry>]>,
+    seen_generation: u64,
+    /// When to keep polling after work.
+    window: PollWindow,
+    /// Phase-bit buffers enabled (in this snapshot), and how long the
+    /// doorbell has been still: see `DoorbellQuiet`.
+    has_phase_bit: bool,
+    quiet: DoorbellQuiet,
+    /// Pause hints since work was last found (`snooze`).
+    step: u32,
+    /// Just back from a blocked wait: the scan before the next block is the
+    /// only one needed (an idle wake-up costs one scan, not two).
+    woke: bool,
+    /// The blocked wait's timeout, longer while nothing happens; and whether
+    /// the last wait ended because the doorbell moved. Only the scan right
+    /// after a wait updates it: every other scan follows a wait that rang or
+    /// found work, which already brought it back to its shortest.
+    idle: IdleTimeout,
+    rang: bool,
+    /// Polling after work (main listener, classic buffers only): the doorbell
+    /// value read just before the last scan that found nothing. Until it
+    /// moves there is nothing new to find (a wave rings after it pushes), so
+    /// the next looks read the doorbell's line instead of every ready stack's,
+    /// a line the device CASes on every pop and push. A push whose ring is
+    /// lost is found by the scan before the next block. Phase-bit waves may
+    /// skip their ring (throttled), so with phase-bit buffers every look scans.
+    idle_since_value: Option<i64>,
+}
+
+impl LoopState {
+    fn new() -> LoopState {
+        LoopState {
+            snapshot: Arc::from(Vec::new()),
+            seen_generation: u64::MAX,
+            window: PollWindow::new(),
+            has_phase_bit: false,
+            quiet: DoorbellQuiet::new(),
+            step: 0,
+            woke: false,
+            idle: IdleTimeout::new(),
+            rang: false,
+            idle_since_value: None,
+        }
+    }
+
+    /// Takes the registry's new snapshot if it changed since the last one.
+    fn refresh(&mut self, listener: &Listener) {
+        // Acquire: pairs with `publish`'s release increment.
+        let generation = listener.generation.load(Ordering::Acquire);
+        if generation != self.seen_generation {
+            self.snapshot = listener.snapshot();
+            self.seen_generation = generation;
+            self.has_phase_bit =
+                self.snapshot.iter().any(|entry| matches!(entry.buffer, Buffer::PhaseBit { .. }));
+            self.idle_since_value = None;
+        }
+    }
+}
+
 fn run_loop(
     listener: &Arc<Listener>,
     role: Role,
@@ -364,72 +429,41 @@ fn run_loop(
     helper: &mut Option<std::thread::JoinHandle<()>>,
 ) {
     let clock = MonotonicClock;
-    let mut snapshot: Arc<[Arc<Entry>]> = Arc::from(Vec::new());
-    let mut seen_generation = u64::MAX;
-    let mut window = PollWindow::new();
-    // Phase-bit buffers enabled (in this snapshot), and how long the doorbell
-    // has been still: see `DoorbellQuiet`.
-    let mut has_phase_bit = false;
-    let mut quiet = DoorbellQuiet::new();
-    let mut step = 0u32;
-    // Just back from a blocked wait: the scan before the next block is the
-    // only one needed (an idle wake-up costs one scan, not two).
-    let mut woke = false;
-    // The blocked wait's timeout, longer while nothing happens; and whether
-    // the last wait ended because the doorbell moved. Only the scan right
-    // after a wait updates it: every other scan follows a wait that rang or
-    // found work, which already brought it back to its shortest.
-    let mut idle = IdleTimeout::new();
-    let mut rang = false;
-    // Polling after work (main listener, classic buffers only): the doorbell
-    // value read just before the last scan that found nothing. Until it
-    // moves there is nothing new to find (a wave rings after it pushes), so
-    // the next looks read the doorbell's line instead of every ready stack's,
-    // a line the device CASes on every pop and push. A push whose ring is
-    // lost is found by the scan before the next block. Phase-bit waves may
-    // skip their ring (throttled), so with phase-bit buffers every look scans.
-    let mut idle_since_value: Option<i64> = None;
+    let mut state = LoopState::new();
     // One scan; work found feeds the poll window. Returns the packets served
     // (None: no work).
-    let mut serve_once = |snapshot: &[Arc<Entry>], window: &mut PollWindow, step: &mut u32, woke: bool| {
-        let found = scan(listener, snapshot, role, *may_hand_off);
-        ensure_helper(listener, &found, snapshot, may_hand_off, helper);
+    let mut serve_once = |state: &mut LoopState, woke: bool| {
+        let found = scan(listener, &state.snapshot, role, *may_hand_off);
+        ensure_helper(listener, &found, &state.snapshot, may_hand_off, helper);
         let at = found.worked_at?;
-        window.work_found(at, woke);
-        *step = 0;
+        state.window.work_found(at, woke);
+        state.step = 0;
         Some(found.served)
     };
     loop {
         if listener.should_stop() {
             return;
         }
-        // Acquire: pairs with `publish`'s release increment.
-        let generation = listener.generation.load(Ordering::Acquire);
-        if generation != seen_generation {
-            snapshot = listener.snapshot();
-            seen_generation = generation;
-            has_phase_bit = snapshot.iter().any(|entry| matches!(entry.buffer, EntryBuffer::PhaseBit { .. }));
-            idle_since_value = None;
-        }
-        if !woke {
-            if let Some(value) = idle_since_value.take() {
-                if listener.doorbell_load() == value && window.should_poll(clock.now()) {
-                    idle_since_value = Some(value);
-                    snooze(&mut step);
+        state.refresh(listener);
+        if !state.woke {
+            if let Some(value) = state.idle_since_value.take() {
+                if listener.doorbell_load() == value && state.window.should_poll(clock.now()) {
+                    state.idle_since_value = Some(value);
+                    snooze(&mut state.step);
                     continue;
                 }
             }
-            let before = (role == Role::Main && !has_phase_bit).then(|| listener.doorbell_load());
-            if let Some(served) = serve_once(&snapshot, &mut window, &mut step, false) {
-                if window.poll_until_ns().is_some() {
+            let before = (role == Role::Main && !state.has_phase_bit).then(|| listener.doorbell_load());
+            if let Some(served) = serve_once(&mut state, false) {
+                if state.window.poll_until_ns().is_some() {
                     if served >= GATHER_AFTER {
                         gather();
                     }
                     continue;
                 }
-            } else if window.should_poll(clock.now()) {
-                idle_since_value = before;
-                snooze(&mut step);
+            } else if state.window.should_poll(clock.now()) {
+                state.idle_since_value = before;
+                snooze(&mut state.step);
                 continue;
             }
         }
@@ -443,11 +477,12 @@ fn run_loop(
                 None
             }
         };
-        let found = serve_once(&snapshot, &mut window, &mut step, woke);
+        let woke = state.woke;
+        let found = serve_once(&mut state, woke);
         if woke {
-            idle.after_wait(rang, found.is_some());
+            state.idle.after_wait(state.rang, found.is_some());
         }
-        woke = false;
+        state.woke = false;
         if found.is_some() {
             continue;
         }
@@ -455,26 +490,26 @@ fn run_loop(
             return;
         }
         let Some(observed) = observed else {
-            // The helper never waits on the HSA doorbell (see
-            // hostcall::helper_bell). With no buffer on it, nothing can be
-            // missed: it sleeps until rung (a hand-off, work, a stop).
-            let timeout = if snapshot.iter().any(|entry| entry.class.on_helper()) {
-                idle.timeout()
+            // The helper never waits on the HSA doorbell (see `helper_bell`).
+            // With no buffer on it, nothing can be missed: it sleeps until
+            // rung (a hand-off, work, a stop).
+            let timeout = if state.snapshot.iter().any(|entry| entry.class.on_helper()) {
+                state.idle.timeout()
             } else {
                 HELPER_UNUSED_WAIT
             };
-            rang = listener.helper_bell.wait(timeout);
-            woke = true;
+            state.rang = listener.helper_bell.wait(timeout);
+            state.woke = true;
             continue;
         };
-        if has_phase_bit && !quiet.settled(observed, clock.now()) {
+        if state.has_phase_bit && !state.quiet.settled(observed, clock.now()) {
             // A phase-bit wave may post without ringing shortly after another
             // wave's ring (the device throttles its rings): keep polling until
             // the doorbell has been still for longer than that.
-            snooze(&mut step);
+            snooze(&mut state.step);
             continue;
         }
-        rang = listener.doorbell_wait_value(observed, idle.timeout()) != observed;
-        woke = true;
+        state.rang = listener.doorbell_wait_value(observed, state.idle.timeout()) != observed;
+        state.woke = true;
     }
 }

@@ -2,7 +2,7 @@
  * amdgpu-dropin test suite: a minimal stand-in for IREE's iree/base/api.h.
  *
  * Written for this project: only what the generated vmem.h and the tests
- * need, with IREE's names, values and layouts (SPEC §2.1). It lets the C
+ * need, with IREE's names, values and layouts (docs/iree.md#layouts-shared-with-iree). It lets the C
  * suite compile the generated header exactly as an IREE tree would.
  */
 #ifndef IREE_BASE_API_H_

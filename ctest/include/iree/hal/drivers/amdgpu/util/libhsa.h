@@ -3,11 +3,11 @@
  * iree/hal/drivers/amdgpu/util/libhsa.h.
  *
  * Written for this project. It reproduces the layout of IREE's
- * iree_hal_amdgpu_libhsa_t (SPEC 2.2): `bool initialized`, the library
+ * iree_hal_amdgpu_libhsa_t (docs/iree.md#layouts-shared-with-iree): `bool initialized`, the library
  * handle, one function pointer per table entry, then the loader extension
  * table. The entry order is the one of the IREE version selected with
  * IREE_TEST_LIBHSA_LAYOUT (the orders are the data of the three IREE
- * versions, SPEC section 2.2):
+ * versions, docs/iree.md#layouts-shared-with-iree):
  *   1  Jun 2025: 116 entries (hsa_amd_vmem_address_reserve_align at 32)
  *   2  Apr 2026: 117 entries (+ hsa_amd_memory_lock, reserve at 33)
  *   3  Aug 2026: 118 entries (+ hsa_amd_memory_async_copy, reserve at 34)

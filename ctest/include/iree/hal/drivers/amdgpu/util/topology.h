@@ -1,7 +1,7 @@
 /*
  * amdgpu-dropin test suite: a minimal stand-in for IREE's
  * iree/hal/drivers/amdgpu/util/topology.h — only the struct, with IREE's
- * field names and layout (SPEC 2: 2144 bytes). vmem.h forward-declares it.
+ * field names and layout (2144 bytes: docs/iree.md#layouts-shared-with-iree). vmem.h forward-declares it.
  */
 #ifndef IREE_HAL_DRIVERS_AMDGPU_UTIL_TOPOLOGY_H_
 #define IREE_HAL_DRIVERS_AMDGPU_UTIL_TOPOLOGY_H_

@@ -49,9 +49,6 @@ pub use message::{AssemblyError, Descriptor, Limits, MessageTable, Step, POISON_
 
 use crate::log::Level;
 
-/// The hostcall service id of PRINTF.
-pub const SERVICE_PRINTF: u32 = 2;
-
 /// The value returned to the device for a failed message (-1).
 pub const PRINTF_ERROR: u64 = u64::MAX;
 

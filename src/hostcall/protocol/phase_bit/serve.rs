@@ -1,5 +1,5 @@
 //! The host side of the phase-bit hostcall protocol (layout and device steps
-//! in `phase_layout.rs`), written against the `sync` shim so
+//! in `phase_bit/layout.rs`), written against the `sync` shim so
 //! `tests/loom_phase.rs` model-checks exactly this code.
 //!
 //! # Host (`serve_phases`)
@@ -39,10 +39,9 @@
 //!   doorbell has been still for twice that (`listener::poll_window`), and its
 //!   rescan on timeout, not the ring, guarantees progress.
 
-use super::buffer::phase::{PhaseBuffer, PhaseIndex};
-use super::layout::{ANSWER_WORDS, SLOT_WORDS};
-use super::packet::DeviceLanes;
-use super::sync::Ordering;
+use super::buffer::{PhaseBuffer, PhaseIndex};
+use crate::hostcall::protocol::packet::Pending;
+use crate::hostcall::sync::Ordering;
 
 /// A narrowed scan is widened to the whole buffer at least this often, so a
 /// request in a high packet waits at most this many visits behind busy low
@@ -62,6 +61,40 @@ pub struct ScanLimit {
 impl ScanLimit {
     pub fn full(packets: u32) -> ScanLimit {
         ScanLimit { limit: packets, narrowed_visits: 0 }
+    }
+}
+
+/// A phase-bit buffer's `ScanLimit`, used only by the thread inside the
+/// buffer's gate: relaxed accesses suffice, the gate's release/acquire orders
+/// one holder's store before the next holder's load.
+#[cfg(not(loom))]
+pub struct ScanCell {
+    limit: core::sync::atomic::AtomicU32,
+    narrowed_visits: core::sync::atomic::AtomicU32,
+}
+
+#[cfg(not(loom))]
+impl ScanCell {
+    pub fn new(packets: u32) -> ScanCell {
+        let full = ScanLimit::full(packets);
+        ScanCell {
+            limit: core::sync::atomic::AtomicU32::new(full.limit),
+            narrowed_visits: core::sync::atomic::AtomicU32::new(full.narrowed_visits),
+        }
+    }
+
+    pub fn get(&self) -> ScanLimit {
+        // Relaxed: see the type's docs.
+        ScanLimit {
+            limit: self.limit.load(core::sync::atomic::Ordering::Relaxed),
+            narrowed_visits: self.narrowed_visits.load(core::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    pub fn set(&self, scan: ScanLimit) {
+        // Relaxed: see the type's docs.
+        self.limit.store(scan.limit, core::sync::atomic::Ordering::Relaxed);
+        self.narrowed_visits.store(scan.narrowed_visits, core::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -153,38 +186,7 @@ where
 
 /// A pending phase-bit packet, as the services see it (`Packet`): its header,
 /// and its lanes in device memory one by one or as a whole-packet host copy.
-pub struct PendingPhasePacket<'a> {
-    buffer: &'a PhaseBuffer,
-    index: PhaseIndex,
-    service: u32,
-    activemask: u64,
-}
-
-impl DeviceLanes for PendingPhasePacket<'_> {
-    fn buffer_key(&self) -> usize {
-        self.buffer.base()
-    }
-
-    fn service(&self) -> u32 {
-        self.service
-    }
-
-    fn activemask(&self) -> u64 {
-        self.activemask
-    }
-
-    fn prefetch(&self, lane: u32) {
-        self.buffer.prefetch_slot(self.index, lane);
-    }
-
-    fn read(&self, lane: u32) -> [u64; SLOT_WORDS] {
-        self.buffer.read_slot(self.index, lane)
-    }
-
-    fn write_answer(&self, lane: u32, answer: &[u64; ANSWER_WORDS]) {
-        self.buffer.write_answer(self.index, lane, answer);
-    }
-}
+pub type PendingPhasePacket<'a> = Pending<'a, PhaseBuffer>;
 
 /// Serves one pending packet and hands it back (host phase := `device`).
 fn serve_packet<S>(buffer: &PhaseBuffer, index: PhaseIndex, device: u32, serve: &mut S)
@@ -192,7 +194,7 @@ where
     S: FnMut(&mut PendingPhasePacket<'_>),
 {
     let (activemask, service) = buffer.read_header(index);
-    serve(&mut PendingPhasePacket { buffer, index, service, activemask });
+    serve(&mut Pending::new(buffer, index, service, activemask));
     // Release: publishes the answers to the wave's acquire load of the host
     // phase, and orders every access above before the wave reuses the packet.
     buffer.host_phase(index).store(device, Ordering::Release);
@@ -297,8 +299,8 @@ pub mod device {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::hostcall::packet::Packet;
-    use crate::hostcall::phase_layout as layout;
+    use crate::hostcall::protocol::packet::Packet;
+    use crate::hostcall::protocol::phase_bit::layout;
     use core::ptr::NonNull;
     use core::sync::atomic::AtomicU32;
 

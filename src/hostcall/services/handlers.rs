@@ -37,12 +37,11 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::call_gate::CallGate;
-use super::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn, HostPacket};
-use super::service::{SERVICE_FUNCTION_CALL, SERVICE_PRINTF};
+use super::ids::{SERVICE_FUNCTION_CALL, SERVICE_PRINTF, SERVICE_RESERVED};
+use crate::hostcall::protocol::packet::{
+    amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn, HostPacket,
+};
 use crate::log::Level;
-
-/// Service id 0: reserved by the device libraries (never a request).
-pub const SERVICE_RESERVED: u32 = 0;
 
 /// A service implemented in Rust and registered like a C handler (the
 /// default DEVMEM service).
@@ -134,7 +133,7 @@ thread_local! {
 
 fn fork_epoch() -> u32 {
     // Relaxed: the child handler bumps it before any other code of the child runs.
-    super::listener::FORK_EPOCH.load(Ordering::Relaxed) as u32
+    crate::hostcall::process::FORK_EPOCH.load(Ordering::Relaxed) as u32
 }
 
 /// A running call of a registration; ends the call when dropped (also when
@@ -195,7 +194,7 @@ impl Registration {
                 inside.borrow().iter().filter(|&&a| a == address).count() as u32
             })
             .unwrap_or(0);
-        super::waiting::wait_until(
+        crate::hostcall::waiting::wait_until(
             || self.gate.in_flight(fork_epoch()) <= own,
             |waited| {
                 crate::log!(
@@ -260,7 +259,7 @@ static TABLE: AtomicPtr<HandlerTable> = AtomicPtr::new(core::ptr::null_mut());
 
 pub fn table() -> &'static HandlerTable {
     // Before any table (and its locks) can exist: see `registry::install_fork_hook`.
-    super::registry::install_fork_hook();
+    crate::hostcall::registry::install_fork_hook();
     // Acquire: pairs with the release CAS that installed the table.
     let current = TABLE.load(Ordering::Acquire);
     if !current.is_null() {

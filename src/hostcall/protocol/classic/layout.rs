@@ -40,24 +40,16 @@
 //!
 //! When `n` is not a power of two, an index in `n..=index_mask` fits the mask
 //! but names no packet; such a pointer can only come from broken or hostile
-//! device code, and `PacketIndex` (buffer.rs) refuses it.
+//! device code, and `PacketIndex` (`classic/buffer.rs`) refuses it.
 
 use core::mem::{align_of, offset_of, size_of};
 use static_assertions::const_assert_eq;
 
-/// Lanes per wave (slots per payload).
-pub const LANES: usize = 64;
-/// 64-bit words per lane slot.
-pub const SLOT_WORDS: usize = 8;
-/// Words of a slot the wave reads back after the host answered: slot[0..1]
-/// (SPEC §4.4); the host writes back only these.
-pub const ANSWER_WORDS: usize = 2;
+use crate::hostcall::protocol::payload::{align_up, slot_word};
+pub use crate::hostcall::protocol::payload::{Payload, ANSWER_WORDS, BUFFER_ALIGNMENT, LANES, SLOT_WORDS};
+
 /// Packet header control bit 0: the packet waits for the host.
 pub const CONTROL_READY: u32 = 1;
-
-/// The buffer's required alignment, as upstream reports it: the payload
-/// array's alignment (8), which also satisfies every 64-bit field.
-pub const BUFFER_ALIGNMENT: usize = align_of::<Payload>();
 
 //===----------------------------------------------------------------------===//
 // Layout structs (for size/offset pins only; never instantiated over device memory)
@@ -83,12 +75,6 @@ pub struct PacketHeader {
     pub control: u32,
 }
 
-/// One packet's payload: 64 lanes × 8 words.
-#[repr(C)]
-pub struct Payload {
-    pub slots: [[u64; SLOT_WORDS]; LANES],
-}
-
 const_assert_eq!(size_of::<BufferHeader>(), 48);
 const_assert_eq!(offset_of!(BufferHeader, headers), 0);
 const_assert_eq!(offset_of!(BufferHeader, payloads), 8);
@@ -102,12 +88,8 @@ const_assert_eq!(offset_of!(PacketHeader, next), 0);
 const_assert_eq!(offset_of!(PacketHeader, activemask), 8);
 const_assert_eq!(offset_of!(PacketHeader, service), 16);
 const_assert_eq!(offset_of!(PacketHeader, control), 20);
-const_assert_eq!(size_of::<Payload>(), 4096);
-const_assert_eq!(BUFFER_ALIGNMENT, 8);
-// Addresses are stored in 64-bit header words and sizes reach 2^32 packets × 4 KiB.
-const_assert_eq!(size_of::<usize>(), 8);
 
-// Field offsets used by buffer.rs.
+// Field offsets used by `classic/buffer.rs`.
 pub const OFFSET_HEADERS: usize = offset_of!(BufferHeader, headers);
 pub const OFFSET_PAYLOADS: usize = offset_of!(BufferHeader, payloads);
 pub const OFFSET_DOORBELL: usize = offset_of!(BufferHeader, doorbell);
@@ -122,10 +104,6 @@ pub const PACKET_CONTROL: usize = offset_of!(PacketHeader, control);
 //===----------------------------------------------------------------------===//
 // Offsets
 //===----------------------------------------------------------------------===//
-
-const fn align_up(value: usize, alignment: usize) -> usize {
-    (value + alignment - 1) & !(alignment - 1)
-}
 
 /// Offset of packet header 0: the buffer header rounded up to the packet
 /// header's alignment.
@@ -153,9 +131,7 @@ pub const fn packet_header_offset(index: u32) -> usize {
 /// Offset of word `word` of lane `lane`'s slot in payload `index` of a buffer
 /// of `packets` packets.
 pub const fn slot_word_offset(packets: u32, index: u32, lane: u32, word: usize) -> usize {
-    payloads_offset(packets)
-        + index as usize * size_of::<Payload>()
-        + (lane as usize * SLOT_WORDS + word) * size_of::<u64>()
+    slot_word(payloads_offset(packets), index, lane, word)
 }
 
 //===----------------------------------------------------------------------===//
@@ -176,11 +152,13 @@ pub const fn index_of(ptr: u64, index_mask: u64) -> u64 {
     ptr & index_mask
 }
 
+#[cfg(any(test, loom))]
 /// The tag of a tagged pointer.
 pub const fn tag_of(ptr: u64, index_mask: u64) -> u64 {
     ptr / (index_mask + 1)
 }
 
+#[cfg(any(test, loom))]
 /// The tagged pointer a wave pushes when it returns packet `ptr` to the free
 /// stack: the same index with the tag incremented, never 0.
 pub const fn bump_tag(ptr: u64, index_mask: u64) -> u64 {

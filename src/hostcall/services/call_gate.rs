@@ -5,7 +5,7 @@
 //! A call counts itself in (`enter`: count += 1, then read `retired`); the
 //! unregistering thread retires the gate (`retire`: retired := true, then read
 //! the count). Each side puts a SeqCst fence between its store and its load
-//! (as the buffer gate in protocol.rs does): of the two fences one comes first
+//! (as the buffer gate in `gate.rs` does): of the two fences one comes first
 //! in the single total order, so either the call sees `retired` and backs out,
 //! or `retire` sees the call and the caller waits for `in_flight` to drop.
 //! `leave` is a release paired with `in_flight`'s acquire load, so everything
@@ -16,7 +16,7 @@
 //! the calls that were running in the parent's threads never end, so a count
 //! from another epoch reads as 0.
 
-use super::sync::{fence, AtomicBool, AtomicU64, Ordering};
+use crate::hostcall::sync::{fence, AtomicBool, AtomicU64, Ordering};
 
 #[derive(Debug)]
 pub struct CallGate {

@@ -17,13 +17,12 @@
 //!
 //! Under `--cfg loom` the same API is backed by a modelled buffer (loom
 //! atomics for the stacks and headers, loom `UnsafeCell`s for payload words) so
-//! `protocol.rs` is model-checked unchanged.
+//! `classic/serve.rs` is model-checked unchanged.
 
 use super::layout;
-use super::sync::{AtomicU32, AtomicU64};
-
-/// The phase-bit protocol's buffer view (the same rules, another layout).
-pub mod phase;
+#[cfg(not(loom))]
+use crate::hostcall::protocol::device_words::DeviceWords;
+use crate::hostcall::sync::{AtomicU32, AtomicU64};
 
 /// A packet index known to be below the buffer's packet count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,74 +52,7 @@ pub use real::DeviceBuffer;
 #[cfg(loom)]
 pub use model::DeviceBuffer;
 
-/// A range of device-shared memory accessed only through atomic words: the
-/// one place that turns a buffer offset into a reference (both protocols'
-/// views hold one).
-#[cfg(not(loom))]
-#[derive(Clone, Copy, Debug)]
-pub(super) struct DeviceWords {
-    base: core::ptr::NonNull<u8>,
-    size: usize,
-}
-
-// SAFETY: an address and a size; every access through it is atomic, so the
-// listener thread and the enabling thread may share it while the memory is
-// valid (the `new` contract).
-#[cfg(not(loom))]
-unsafe impl Send for DeviceWords {}
-// SAFETY: as above; `&DeviceWords` only permits atomic accesses.
-#[cfg(not(loom))]
-unsafe impl Sync for DeviceWords {}
-
-#[cfg(not(loom))]
-impl DeviceWords {
-    /// # Safety
-    /// `base` is 8-aligned and valid for reads and writes of `size` bytes for
-    /// as long as the value (or a copy) is used, and accessed meanwhile only
-    /// atomically or by device code following its protocol, never moved.
-    pub(super) unsafe fn new(base: core::ptr::NonNull<u8>, size: usize) -> DeviceWords {
-        debug_assert!(base.as_ptr() as usize % 8 == 0);
-        DeviceWords { base, size }
-    }
-
-    pub(super) fn base(&self) -> usize {
-        self.base.as_ptr() as usize
-    }
-
-    /// The 64-bit word at `offset`. Callers pass offsets from the layout
-    /// modules: in bounds and 8-aligned (checked in debug builds).
-    pub(super) fn word(&self, offset: usize) -> &AtomicU64 {
-        debug_assert!(offset % 8 == 0 && offset + 8 <= self.size);
-        // SAFETY: in bounds and 8-aligned (the callers' layout offsets from an
-        // 8-aligned base); valid and only accessed atomically (`new`).
-        unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast()) }
-    }
-
-    /// Asks the CPU to bring the cache line at `offset` in for writing (one
-    /// request for ownership instead of a read and then an upgrade when the
-    /// line is written after being read). Only a hint: no memory access.
-    pub(super) fn prefetch_for_write(&self, offset: usize) {
-        debug_assert!(offset < self.size);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: PREFETCHW is a hint, not an access: it cannot fault and
-        // changes no memory, register or flag; on processors without it, it
-        // executes as a no-op.
-        unsafe {
-            core::arch::asm!(
-                "prefetchw [{}]",
-                in(reg) self.base.as_ptr().wrapping_add(offset),
-                options(nostack, preserves_flags, readonly)
-            );
-        }
-    }
-
-    /// The 32-bit word at `offset` (in bounds, 4-aligned).
-    pub(super) fn word32(&self, offset: usize) -> &AtomicU32 {
-        debug_assert!(offset % 4 == 0 && offset + 4 <= self.size);
-        // SAFETY: as in `word`, 4-aligned.
-        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast()) }
-    }
-}
+crate::hostcall::protocol::packet::slot_access!(DeviceBuffer, PacketIndex);
 
 #[cfg(not(loom))]
 mod real {
@@ -171,7 +103,7 @@ mod real {
             PacketIndex::checked(ptr, self.index_mask, self.packets)
         }
 
-        // Offsets from layout.rs: header fields, or packet fields of a
+        // Offsets from `classic/layout.rs`: header fields, or packet fields of a
         // `PacketIndex` < packets; 64-bit fields at multiples of 8, the 32-bit
         // ones at 16 and 20 within an 8-aligned packet header.
         fn word(&self, offset: usize) -> &AtomicU64 {
@@ -209,16 +141,10 @@ mod real {
         /// Copies lane `lane`'s 8 words out of payload `index`.
         pub fn read_slot(&self, index: PacketIndex, lane: u32) -> [u64; layout::SLOT_WORDS] {
             debug_assert!((lane as usize) < layout::LANES);
-            let mut out = [0u64; layout::SLOT_WORDS];
-            for (word, value) in out.iter_mut().enumerate() {
-                // Relaxed: the payload was published by the device's release CAS
-                // that pushed the packet onto ready_stack, which our acquire swap
-                // synchronized with (protocol.rs); no further ordering is needed.
-                *value = self
-                    .word(layout::slot_word_offset(self.packets, index.0, lane, word))
-                    .load(Ordering::Relaxed);
-            }
-            out
+            // The payload was published by the device's release CAS that
+            // pushed the packet onto ready_stack, which our acquire swap
+            // synchronized with (serve.rs).
+            self.words.read_slot(layout::slot_word_offset(self.packets, index.0, lane, 0))
         }
 
         /// Hints that lane `lane`'s slot of payload `index` is about to be
@@ -242,17 +168,14 @@ mod real {
 
         /// Writes the first `words.len()` words of lane `lane`'s slot.
         fn write_lane_words(&self, index: PacketIndex, lane: u32, words: &[u64]) {
-            debug_assert!((lane as usize) < layout::LANES && words.len() <= layout::SLOT_WORDS);
-            for (word, value) in words.iter().enumerate() {
-                // Relaxed: published to the device by the release store that
-                // clears READY (protocol.rs), which the wave's acquire spin on
-                // READY pairs with.
-                self.word(layout::slot_word_offset(self.packets, index.0, lane, word))
-                    .store(*value, Ordering::Relaxed);
-            }
+            debug_assert!((lane as usize) < layout::LANES);
+            // Published to the device by the release store that clears READY
+            // (serve.rs), which the wave's acquire spin on READY pairs with.
+            self.words.write_words(layout::slot_word_offset(self.packets, index.0, lane, 0), words);
         }
 
-        /// Initializes the buffer header and packet headers (SPEC §4.3).
+        /// Initializes the buffer header and packet headers
+        /// (docs/protocols.md#initialization-and-publication).
         ///
         /// Relaxed stores: the buffer is published to the device by whatever
         /// the caller does after `enableHostcalls` returns (a kernel launch,

@@ -18,24 +18,22 @@
 //! before keep their answers. READY is cleared as for any other packet, so the
 //! wave always continues. Upstream aborts the process instead.
 
+pub mod call_gate;
+pub mod devmem;
+pub mod handlers;
+pub mod ids;
+pub mod printf;
+pub mod sanitizer;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::devmem::SERVICE_DEVMEM;
-use super::handlers::{self, Handler, Registration};
-use super::layout::{ANSWER_WORDS, SLOT_WORDS};
-use super::packet::{HostPacket, Packet};
-use super::printf::PrintfService;
-use super::sanitizer::{self, SERVICE_SANITIZER};
+use self::handlers::{Handler, Registration};
+use self::ids::{ERROR_VALUE, SERVICE_DEVMEM, SERVICE_FUNCTION_CALL, SERVICE_PRINTF, SERVICE_SANITIZER};
+use self::printf::PrintfService;
+use crate::hostcall::protocol::packet::{HostPacket, Packet};
+use crate::hostcall::protocol::payload::{ANSWER_WORDS, SLOT_WORDS};
 use crate::log::Level;
-
-/// Service id: call a host function named by the device.
-pub const SERVICE_FUNCTION_CALL: u32 = 1;
-/// Service id: device printf (message protocol, `printf/`).
-pub const SERVICE_PRINTF: u32 = 2;
-
-/// slot[0] of a lane whose request failed.
-pub const ERROR_VALUE: u64 = super::tunables::ERROR_VALUE;
 
 /// The FUNCTION_CALL signature: `void f(uint64_t out[2], const uint64_t in[7])`.
 type HostFunction = unsafe extern "C" fn(out: *mut u64, input: *const u64);
@@ -62,7 +60,8 @@ impl Services {
             unknown_logged: spin::Mutex::new(Vec::new()),
             devmem_unserved_logged: AtomicBool::new(false),
             #[cfg(any(test, feature = "test-hooks"))]
-            panic_service: cfg!(feature = "test-hooks").then_some(super::tunables::TEST_PANIC_SERVICE),
+            panic_service: cfg!(feature = "test-hooks")
+                .then_some(crate::hostcall::tunables::TEST_PANIC_SERVICE),
             #[cfg(any(test, feature = "test-hooks"))]
             panic_lane: None,
         }
@@ -412,9 +411,9 @@ mod tests {
     /// buffer, the other request words stay, READY is cleared.
     #[test]
     fn a_panic_in_the_middle_of_a_device_packet_answers_the_rest_and_releases_it() {
-        use crate::hostcall::buffer::DeviceBuffer;
-        use crate::hostcall::layout;
-        use crate::hostcall::protocol::{device, drain_ready_packets};
+        use crate::hostcall::protocol::classic::buffer::DeviceBuffer;
+        use crate::hostcall::protocol::classic::layout;
+        use crate::hostcall::protocol::classic::serve::{device, drain_ready_packets};
         use core::ptr::NonNull;
 
         let mut services = Services::new();

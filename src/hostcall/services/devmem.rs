@@ -50,12 +50,9 @@ use std::sync::{Arc, Mutex};
 use hsa_sys::*;
 
 use super::handlers::BuiltinService;
-use super::listener;
-use super::packet::HostPacket;
+use crate::hostcall::process;
+use crate::hostcall::protocol::packet::HostPacket;
 use crate::log::Level;
-
-/// Service id of DEVMEM.
-pub const SERVICE_DEVMEM: u32 = 3;
 
 /// What one lane asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +118,7 @@ impl<M: PoolMemory> DevmemBook<M> {
             key,
             books: Mutex::new(Books::default()),
             // Relaxed: only this process's own view of the epoch matters.
-            epoch: listener::FORK_EPOCH.load(Ordering::Relaxed),
+            epoch: process::FORK_EPOCH.load(Ordering::Relaxed),
         }
     }
 
@@ -135,6 +132,7 @@ impl<M: PoolMemory> DevmemBook<M> {
     }
 
     /// Live blocks (and their bytes) made by requests of `buffer` (None: all).
+    #[cfg(test)]
     pub fn live(&self, buffer: Option<usize>) -> (usize, u64) {
         self.lock()
             .blocks
@@ -151,8 +149,8 @@ impl<M: PoolMemory> DevmemBook<M> {
         }
         let taken: Vec<(u64, (u64, usize))> = books.blocks.drain().collect();
         // Relaxed: a hint; see the module docs.
-        let usable = !listener::EXITING.load(Ordering::Relaxed)
-            && self.epoch == listener::FORK_EPOCH.load(Ordering::Relaxed);
+        let usable = !process::EXITING.load(Ordering::Relaxed)
+            && self.epoch == process::FORK_EPOCH.load(Ordering::Relaxed);
         crate::log!(
             Level::Info,
             "hostcall DEVMEM: {why}: {} block(s) the device did not free{}",
@@ -266,6 +264,7 @@ pub struct DevmemService<M: PoolMemory> {
 
 impl<M: PoolMemory + 'static> DevmemService<M> {
     /// A service with a book of its own.
+    #[cfg(test)]
     pub fn new(memory: M) -> DevmemService<M> {
         Self::with_book(Arc::new(DevmemBook::new(memory, Vec::new())), None)
     }
@@ -281,6 +280,7 @@ impl<M: PoolMemory + 'static> DevmemService<M> {
     }
 
     /// Live blocks (and their bytes) made for `buffer` (None: all).
+    #[cfg(test)]
     pub fn live(&self, buffer: Option<usize>) -> (usize, u64) {
         self.book.live(buffer)
     }
@@ -442,6 +442,7 @@ impl PoolMemory for HsaPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hostcall::services::ids::SERVICE_DEVMEM;
     use std::sync::atomic::AtomicU64;
 
     /// Hands out addresses from a counter; fails sizes over 1 MiB.

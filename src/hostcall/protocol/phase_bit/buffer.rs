@@ -1,5 +1,5 @@
 //! Access to a phase-bit hostcall buffer in device-shared memory (layout in
-//! `phase_layout.rs`), with the same rules as the classic view beside it:
+//! `phase_bit/layout.rs`), with the same rules as the classic view beside it:
 //! every word is read and written through an atomic view, and a packet is
 //! only addressed through a `PhaseIndex` below the host's packet count (the
 //! device's copy of the count is never read back).
@@ -8,9 +8,9 @@
 //! words, loom `UnsafeCell`s for headers and payload words, so an access not
 //! ordered by the phase handshake is reported as a data race).
 
-use crate::hostcall::layout::{ANSWER_WORDS, SLOT_WORDS};
+use crate::hostcall::protocol::payload::{ANSWER_WORDS, SLOT_WORDS};
 #[cfg(not(loom))]
-use crate::hostcall::phase_layout as layout;
+use crate::hostcall::protocol::phase_bit::layout;
 use crate::hostcall::sync::AtomicU32;
 
 /// A packet index known to be below the buffer's packet count.
@@ -30,10 +30,12 @@ pub use real::PhaseBuffer;
 #[cfg(loom)]
 pub use model::PhaseBuffer;
 
+crate::hostcall::protocol::packet::slot_access!(PhaseBuffer, PhaseIndex);
+
 #[cfg(not(loom))]
 mod real {
     use super::*;
-    use crate::hostcall::buffer::DeviceWords;
+    use crate::hostcall::protocol::device_words::DeviceWords;
     use core::ptr::NonNull;
     use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -71,7 +73,7 @@ mod real {
             (index < self.packets).then_some(PhaseIndex(index))
         }
 
-        // Offsets from phase_layout.rs: prefix fields, or fields of a
+        // Offsets from `phase_bit/layout.rs`: prefix fields, or fields of a
         // `PhaseIndex` < packets; 64-bit ones at multiples of 8, the phase
         // words (from 56) and the header's service (at 8) 4-aligned.
         fn word(&self, offset: usize) -> &AtomicU64 {
@@ -94,7 +96,7 @@ mod real {
         pub fn read_header(&self, index: PhaseIndex) -> (u64, u32) {
             let header = layout::header_at(self.packets, index.0);
             // Relaxed: the wave's plain stores are made visible by the
-            // acquire fence after its device-phase flip was seen (phase_protocol.rs).
+            // acquire fence after its device-phase flip was seen (`phase_bit/serve.rs`).
             let activemask = self.word(header + layout::HEADER_ACTIVEMASK).load(Ordering::Relaxed);
             let service = self.word32(header + layout::HEADER_SERVICE).load(Ordering::Relaxed);
             (activemask, service)
@@ -116,14 +118,8 @@ mod real {
         }
 
         pub fn read_slot(&self, index: PhaseIndex, lane: u32) -> [u64; SLOT_WORDS] {
-            let mut out = [0u64; SLOT_WORDS];
-            for (word, value) in out.iter_mut().enumerate() {
-                // Relaxed: ordered by the acquire load of the device phase, as for the header.
-                *value = self
-                    .word(layout::slot_word_at(self.packets, index.0, lane, word))
-                    .load(Ordering::Relaxed);
-            }
-            out
+            // Ordered by the acquire load of the device phase, as for the header.
+            self.words.read_slot(layout::slot_word_at(self.packets, index.0, lane, 0))
         }
 
         /// Writes lane `lane`'s 8 words (tests play the device with it).
@@ -139,13 +135,9 @@ mod real {
 
         /// Writes the first `words.len()` words of lane `lane`'s slot.
         fn write_lane_words(&self, index: PhaseIndex, lane: u32, words: &[u64]) {
-            debug_assert!(words.len() <= SLOT_WORDS);
-            for (word, value) in words.iter().enumerate() {
-                // Relaxed: published by the host-phase release store that
-                // hands the packet back (the wave's acquire load pairs with it).
-                self.word(layout::slot_word_at(self.packets, index.0, lane, word))
-                    .store(*value, Ordering::Relaxed);
-            }
+            // Published by the host-phase release store that hands the packet
+            // back (the wave's acquire load pairs with it).
+            self.words.write_words(layout::slot_word_at(self.packets, index.0, lane, 0), words);
         }
 
         /// Writes the prefix and zeroes both phase arrays (every packet free).
@@ -293,7 +285,7 @@ mod model {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::hostcall::phase_layout as layout;
+    use crate::hostcall::protocol::phase_bit::layout;
     use core::sync::atomic::Ordering;
 
     #[test]

@@ -12,7 +12,7 @@
 
 use core::ffi::c_void;
 
-use super::layout::{ANSWER_WORDS, LANES, SLOT_WORDS};
+use super::payload::{ANSWER_WORDS, LANES, SLOT_WORDS};
 
 /// One packet being served: its header fields and a host copy of its payload.
 ///
@@ -67,7 +67,7 @@ pub type amdgpu_dropin_hostcall_packet_fn =
 pub type HostPacket = amdgpu_dropin_hostcall_packet_t;
 
 /// A packet being served, as the services see it: the one in device memory
-/// (protocol.rs) or a host copy (tests).
+/// (`Pending`, either protocol) or a host copy (tests).
 pub trait Packet {
     fn service(&self) -> u32;
     fn buffer_key(&self) -> usize;
@@ -90,7 +90,7 @@ pub trait Packet {
 }
 
 /// One pending packet's lanes in device memory, whichever protocol laid
-/// them out (protocol.rs, phase_protocol.rs): what the services' `Packet`
+/// them out (`Pending` over either buffer view): what the services' `Packet`
 /// view needs from it. Every such packet is served the same way (below).
 pub trait DeviceLanes {
     fn buffer_key(&self) -> usize;
@@ -102,6 +102,91 @@ pub trait DeviceLanes {
     fn read(&self, lane: u32) -> [u64; SLOT_WORDS];
     /// Writes lane `lane`'s answer words (all the wave reads back).
     fn write_answer(&self, lane: u32, answer: &[u64; ANSWER_WORDS]);
+}
+
+/// What a protocol's buffer view offers for the packets it hands out: the
+/// slots of packet `Index`, read and answered in device memory.
+pub trait SlotAccess {
+    /// A packet index the view has checked against its packet count.
+    type Index: Copy;
+    fn base(&self) -> usize;
+    fn prefetch_slot(&self, index: Self::Index, lane: u32);
+    fn read_slot(&self, index: Self::Index, lane: u32) -> [u64; SLOT_WORDS];
+    fn write_answer(&self, index: Self::Index, lane: u32, answer: &[u64; ANSWER_WORDS]);
+}
+
+/// Implements `SlotAccess` for a buffer view by its inherent methods of the
+/// same names (each protocol's view, real and modelled).
+macro_rules! slot_access {
+    ($buffer:ty, $index:ty) => {
+        impl $crate::hostcall::protocol::packet::SlotAccess for $buffer {
+            type Index = $index;
+            fn base(&self) -> usize {
+                <$buffer>::base(self)
+            }
+            fn prefetch_slot(&self, index: $index, lane: u32) {
+                <$buffer>::prefetch_slot(self, index, lane)
+            }
+            fn read_slot(
+                &self,
+                index: $index,
+                lane: u32,
+            ) -> [u64; $crate::hostcall::protocol::payload::SLOT_WORDS] {
+                <$buffer>::read_slot(self, index, lane)
+            }
+            fn write_answer(
+                &self,
+                index: $index,
+                lane: u32,
+                answer: &[u64; $crate::hostcall::protocol::payload::ANSWER_WORDS],
+            ) {
+                <$buffer>::write_answer(self, index, lane, answer)
+            }
+        }
+    };
+}
+pub(crate) use slot_access;
+
+/// A packet found pending in a buffer and not yet handed back, in either
+/// protocol: its header as the wave wrote it, its lanes in device memory.
+pub struct Pending<'a, B: SlotAccess> {
+    buffer: &'a B,
+    index: B::Index,
+    service: u32,
+    activemask: u64,
+}
+
+impl<'a, B: SlotAccess> Pending<'a, B> {
+    /// `service` and `activemask` as read from the packet's header.
+    pub(crate) fn new(buffer: &'a B, index: B::Index, service: u32, activemask: u64) -> Self {
+        Pending { buffer, index, service, activemask }
+    }
+}
+
+impl<B: SlotAccess> DeviceLanes for Pending<'_, B> {
+    fn buffer_key(&self) -> usize {
+        self.buffer.base()
+    }
+
+    fn service(&self) -> u32 {
+        self.service
+    }
+
+    fn activemask(&self) -> u64 {
+        self.activemask
+    }
+
+    fn prefetch(&self, lane: u32) {
+        self.buffer.prefetch_slot(self.index, lane);
+    }
+
+    fn read(&self, lane: u32) -> [u64; SLOT_WORDS] {
+        self.buffer.read_slot(self.index, lane)
+    }
+
+    fn write_answer(&self, lane: u32, answer: &[u64; ANSWER_WORDS]) {
+        self.buffer.write_answer(self.index, lane, answer);
+    }
 }
 
 impl<L: DeviceLanes> Packet for L {
@@ -243,76 +328,19 @@ mod tests {
         assert_eq!(packet.slots[63][0], 64);
         assert_eq!(packet.buffer_key(), 0x1000);
     }
-
-    fn thread_cpu_ns() -> u64 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: `ts` is a valid, writable timespec.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-
-    /// Host CPU time per full (64-lane) packet through the listener's drain:
-    /// lane by lane in device memory (built-in services) against the
-    /// whole-packet host copy (registered services).
-    /// Run: cargo test --release --lib packet_copy_cost -- --ignored --nocapture
-    #[test]
-    #[ignore = "measurement, not a check"]
-    fn packet_copy_cost() {
-        use crate::hostcall::buffer::DeviceBuffer;
-        use crate::hostcall::layout;
-        use crate::hostcall::protocol::{device, drain_ready_packets};
-        use core::ptr::NonNull;
-
-        const ROUNDS: u32 = 200_000;
-        let mut memory = vec![0u64; layout::buffer_size(2) / 8];
-        // SAFETY: `memory` is 8-aligned, large enough and outlives the view.
-        let buffer = unsafe { DeviceBuffer::new(NonNull::new(memory.as_mut_ptr().cast()).unwrap(), 2) };
-        buffer.initialize(0);
-        let lanes = vec![[1u64; 8]; 64];
-        let measure = |whole: bool| {
-            let mut total = 0;
-            for _ in 0..ROUNDS {
-                let ptr = device::pop_free(&buffer).unwrap();
-                device::fill(&buffer, ptr, 9, u64::MAX, &lanes);
-                device::push_ready(&buffer, ptr);
-                let start = thread_cpu_ns();
-                drain_ready_packets(
-                    &buffer,
-                    |p| {
-                        if whole {
-                            p.serve_whole(|copy| copy.for_each_active_lane(|_, _, slot| slot[0] += 1))
-                        } else {
-                            p.serve_lanes(|_, _, slot| slot[0] += 1)
-                        }
-                    },
-                    || true,
-                );
-                total += thread_cpu_ns() - start;
-                device::push_free(&buffer, ptr);
-            }
-            total / u64::from(ROUNDS)
-        };
-        let lanes_ns = measure(false);
-        let whole_ns = measure(true);
-        println!(
-            "per 64-lane packet: lane by lane {lanes_ns} ns, whole-packet copy {whole_ns} ns (thread CPU \
-             time incl. two clock reads, {ROUNDS} rounds)"
-        );
-    }
 }
 
 /// How many active lanes ahead `for_each_lane` hints the next lines: about
 /// the misses a core keeps in flight (10–16 line fill buffers), so the
-/// transfers of the next lanes overlap. Measured with the benchmark's device
-/// model (bench/README.md): 2 lanes ahead → 8 took the listener's CPU per
-/// 64-lane packet at 16 waves from 1.13 to 0.97 µs; 12 and 16 were no better.
+/// transfers of the next lanes overlap (chosen by measurement:
+/// docs/performance.md).
 const PREFETCH_LANES_AHEAD: u32 = 8;
 
 /// Calls `visit` for each lane of `activemask` in lane order, after calling
 /// `prefetch` for the lane `PREFETCH_LANES_AHEAD` active lanes further on:
 /// each lane's line is read and then written (the answer), so asking for it
 /// for writing early overlaps its transfer with the lanes before it and
-/// saves the upgrade after the read. Measured in bench/README.md.
+/// saves the upgrade after the read.
 pub(crate) fn for_each_lane(activemask: u64, mut prefetch: impl FnMut(u32), mut visit: impl FnMut(u32)) {
     let mut ahead = activemask;
     let mut next_ahead = |ahead: &mut u64| {

@@ -59,7 +59,7 @@
 use core::mem::{align_of, offset_of, size_of};
 use static_assertions::const_assert_eq;
 
-use super::layout::{Payload, BUFFER_ALIGNMENT};
+use crate::hostcall::protocol::payload::{align_up, slot_word, Payload, BUFFER_ALIGNMENT};
 
 /// Occupancy bits per bitmap word.
 pub const OCCUPANCY_BITS_PER_WORD: u32 = 32;
@@ -107,7 +107,7 @@ const_assert_eq!(PHASE_BUFFER_ALIGNMENT, 8);
 /// Required alignment of a phase-bit buffer (as the classic one: the payload's).
 pub const PHASE_BUFFER_ALIGNMENT: usize = BUFFER_ALIGNMENT;
 
-// Field offsets used by buffer/phase.rs.
+// Field offsets used by `phase_bit/buffer.rs`.
 pub const OFFSET_DEVICE_PHASE: usize = offset_of!(PhasePrefix, device_phase);
 pub const OFFSET_HOST_PHASE: usize = offset_of!(PhasePrefix, host_phase);
 pub const OFFSET_OCCUPIED: usize = offset_of!(PhasePrefix, occupied);
@@ -118,10 +118,6 @@ pub const OFFSET_NUM_PACKETS: usize = offset_of!(PhasePrefix, num_packets);
 pub const OFFSET_RESERVED: usize = offset_of!(PhasePrefix, reserved);
 pub const HEADER_ACTIVEMASK: usize = offset_of!(PhasePacketHeader, activemask);
 pub const HEADER_SERVICE: usize = offset_of!(PhasePacketHeader, service);
-
-const fn align_up(value: usize, alignment: usize) -> usize {
-    (value + alignment - 1) & !(alignment - 1)
-}
 
 /// Offset of `device_phase[0]`: the prefix rounded up to a u32.
 pub const fn device_phase_offset() -> usize {
@@ -177,9 +173,7 @@ pub const fn header_at(packets: u32, index: u32) -> usize {
 
 /// Offset of word `word` of lane `lane` in payload `index`.
 pub const fn slot_word_at(packets: u32, index: u32, lane: u32, word: usize) -> usize {
-    payloads_offset(packets)
-        + index as usize * size_of::<Payload>()
-        + (lane as usize * super::layout::SLOT_WORDS + word) * size_of::<u64>()
+    slot_word(payloads_offset(packets), index, lane, word)
 }
 
 #[cfg(test)]

@@ -28,10 +28,7 @@
 
 use std::fmt::Write as _;
 
-use super::packet::HostPacket;
-
-/// Service id of SANITIZER.
-pub const SERVICE_SANITIZER: u32 = 4;
+use crate::hostcall::protocol::packet::HostPacket;
 
 /// Access-info bits set by the `_noabort` report variants.
 const RECOVERABLE_BITS: u64 = 0xFFFF_FFFF_0000_0000;
@@ -83,6 +80,7 @@ pub fn print_report(packet: &HostPacket) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hostcall::services::ids::SERVICE_SANITIZER;
 
     #[test]
     fn decodes_the_first_lane_and_lists_every_lane_with_raw_words() {
