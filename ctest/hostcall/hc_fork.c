@@ -182,34 +182,6 @@ static void* churn_buffers(void* arg) {
   return NULL;
 }
 
-/* Sanitizer builds: true when every listener thread sleeps (state S), so
- * none is inside the sanitizer's allocator at the fork. */
-static bool listeners_asleep(void) {
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == NULL) return true;
-  bool asleep = true;
-  struct dirent* entry;
-  while (asleep && (entry = readdir(dir)) != NULL) {
-    if (entry->d_name[0] == '.') continue;
-    char path[300], comm[64] = "", stat[512] = "";
-    snprintf(path, sizeof(path), "/proc/self/task/%s/comm", entry->d_name);
-    FILE* f = fopen(path, "r");
-    if (f == NULL) continue;
-    bool got = fgets(comm, sizeof(comm), f) != NULL;
-    fclose(f);
-    if (!got || strncmp(comm, "amdgpu-h", 8) != 0) continue;
-    snprintf(path, sizeof(path), "/proc/self/task/%s/stat", entry->d_name);
-    f = fopen(path, "r");
-    if (f == NULL) continue;
-    got = fgets(stat, sizeof(stat), f) != NULL;
-    fclose(f);
-    const char* state = got ? strrchr(stat, ')') : NULL;
-    if (state != NULL && state[1] == ' ' && state[2] != 'S') asleep = false;
-  }
-  closedir(dir);
-  return asleep;
-}
-
 /* The child: its own handler, buffer and DEVMEM service, served. */
 static int fork_child_work(void) {
   int failures = 0;
@@ -264,7 +236,7 @@ static void test_fork_churn(void) {
     if (!FORK_IN_CHURN) {
       atomic_store(&g_pause_requested, 1);
       while (atomic_load(&g_parked) < 3) sched_yield();
-      for (int tries = 0; tries < 1000 && !listeners_asleep(); ++tries) hc_sleep_ms(1);
+      for (int tries = 0; tries < 1000 && !hc_listeners_asleep(); ++tries) hc_sleep_ms(1);
     }
     hc_child_result_t r;
     bool started = hc_fork_child(fork_child_work, CHILD_DEADLINE_MS, &r);

@@ -111,6 +111,28 @@ static bool read_voluntary_switches(const char* tid, void* switches) {
   return false;
 }
 
+/* Clears *asleep when thread `tid` is not sleeping (state S). */
+static bool check_asleep(const char* tid, void* asleep) {
+  char path[300], stat[512] = "";
+  snprintf(path, sizeof(path), "/proc/self/task/%s/stat", tid);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return true;
+  bool got = fgets(stat, sizeof(stat), f) != NULL;
+  fclose(f);
+  const char* state = got ? strrchr(stat, ')') : NULL;
+  if (state != NULL && state[1] == ' ' && state[2] != 'S') {
+    *(bool*)asleep = false;
+    return false;
+  }
+  return true;
+}
+
+bool hc_listeners_asleep(void) {
+  bool asleep = true;
+  for_each_named_task(NULL, check_asleep, &asleep);
+  return asleep;
+}
+
 long hc_thread_sleeps(const char* comm) {
   long switches = -1;
   for_each_named_task(comm, read_voluntary_switches, &switches);

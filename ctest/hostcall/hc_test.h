@@ -84,6 +84,12 @@ int hc_listener_threads(void);
  * -1 if there is no such thread. */
 long hc_thread_sleeps(const char* comm);
 
+/* True when every listener thread sleeps (state S). Sanitizer builds fork
+ * only then: GCC's ASan allocator is not locked around fork, so a child of a
+ * fork taken while a listener thread was inside it deadlocks in its first
+ * allocation on another thread (glibc's malloc has no such hazard). */
+bool hc_listeners_asleep(void);
+
 /* Live HSA signals of the software runtime. */
 uint64_t hc_live_signals(void);
 /* Live memory pool blocks (hsa_amd_memory_pool_allocate) of the software runtime. */

