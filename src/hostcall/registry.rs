@@ -65,13 +65,13 @@
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use super::gate::Gate;
 use super::listener::{self, Entry, Listener, SignalApi};
-use super::process::{self, EXITING, FORK_EPOCH, IN_DOORBELL_WAIT, LIVE_THREADS};
+use super::process::{self, ForkLocal, EXITING, IN_DOORBELL_WAIT, LIVE_THREADS};
 use super::protocol::phase_bit::layout as phase_layout;
 use super::protocol::Buffer;
 pub use super::protocol::Protocol;
@@ -190,31 +190,10 @@ struct State {
 /// The process's registration state. Replaced (the old one leaked) in a
 /// forked child, whose copy may hold a mutex locked by a thread that does
 /// not exist there.
-static STATE: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
+static STATE: ForkLocal<State> = ForkLocal::new();
 
 fn state() -> &'static State {
-    // Before any state (and its lock) can exist: a fork while another thread
-    // holds the lock must find the child handler registered, or the child
-    // inherits a lock no thread of its will ever release.
-    install_fork_hook();
-    // Acquire: pairs with the release CAS that installed the state.
-    let current = STATE.load(Ordering::Acquire);
-    if !current.is_null() {
-        // SAFETY: states are leaked, never freed, so the pointer stays valid.
-        return unsafe { &*current };
-    }
-    let fresh = Box::into_raw(Box::new(State { control: Mutex::new(Control::default()) }));
-    // AcqRel: release publishes `fresh`; acquire reads a competing winner's state.
-    match STATE.compare_exchange(core::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
-        // SAFETY: `fresh` was just leaked and is now the installed state.
-        Ok(_) => unsafe { &*fresh },
-        Err(winner) => {
-            // SAFETY: `fresh` lost the race and was never shared; reclaim it.
-            drop(unsafe { Box::from_raw(fresh) });
-            // SAFETY: the winner is leaked, never freed.
-            unsafe { &*winner }
-        }
-    }
+    STATE.get_or_make(|| State { control: Mutex::new(Control::default()) })
 }
 
 fn lock(state: &State) -> std::sync::MutexGuard<'_, Control> {
@@ -441,22 +420,10 @@ fn stop_listener(active: ActiveListener, timeout: Duration) {
 // Process hooks
 //===----------------------------------------------------------------------===//
 
-/// Registers the fork child handler (once, before the first registration
-/// lock is taken). glibc registers it for this object (`__dso_handle`) and
-/// drops it if the object is unloaded before a listener pinned it.
-pub(super) fn install_fork_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        if let Err(e) = crate::sys::register_atfork_child(after_fork_in_child) {
-            crate::log!(Level::Warning, "hostcall: pthread_atfork failed: {e}");
-        }
-    });
-}
-
 fn install_process_hooks() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        install_fork_hook();
+        process::install_fork_hook();
         // Pin this library: a listener thread runs its code from now on.
         match crate::sys::pin_object_containing(install_process_hooks as *const c_void) {
             Ok(path) => crate::log!(Level::Debug, "hostcall: pinned {path} (RTLD_NODELETE)"),
@@ -467,19 +434,6 @@ fn install_process_hooks() {
             crate::log!(Level::Warning, "hostcall: {e}; exit waits for the listener's timeout");
         }
     });
-}
-
-/// pthread_atfork child handler: runs in the child right after fork, with one
-/// thread. Only atomic stores (async-signal-safe).
-extern "C" fn after_fork_in_child() {
-    // Relaxed: the child has a single thread at this point.
-    FORK_EPOCH.fetch_add(1, Ordering::Relaxed);
-    LIVE_THREADS.store(0, Ordering::Relaxed);
-    // The old state (and its possibly locked mutex, its listener's signal)
-    // belongs to the parent: leak it; the next call makes a fresh one.
-    STATE.store(core::ptr::null_mut(), Ordering::Release);
-    // Likewise the handler table, its registrations and their DEVMEM books.
-    super::services::handlers::forget_after_fork();
 }
 
 /// Set by `at_exit`.
@@ -510,13 +464,7 @@ extern "C" fn at_exit() {
 /// The running listener, if the registration lock is free (another thread
 /// may hold it forever at exit: then no ring, the bounded wait still applies).
 fn listener_for_exit() -> Option<Arc<Listener>> {
-    // Acquire: pairs with the release CAS that installed the state.
-    let current = STATE.load(Ordering::Acquire);
-    if current.is_null() {
-        return None;
-    }
-    // SAFETY: states are leaked, never freed, so the pointer stays valid.
-    let state = unsafe { &*current };
+    let state = STATE.get()?;
     let control = match state.control.try_lock() {
         Ok(guard) => guard,
         Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
@@ -575,10 +523,10 @@ static AT_UNLOAD: extern "C" fn() = at_unload;
 
 /// Runs when the library is loaded, before any thread can use it: the fork
 /// child handler is then in place before any lock exists (the `Once` in
-/// `install_fork_hook` is only the fallback; a fork can find it running only
-/// if it races the library's own load).
+/// `process::install_fork_hook` is only the fallback; a fork can find it
+/// running only if it races the library's own load).
 extern "C" fn at_load() {
-    install_fork_hook();
+    process::install_fork_hook();
 }
 
 #[cfg(target_os = "linux")]

@@ -28,16 +28,17 @@
 //! wait for each other forever; that is documented, as for disableHostcalls.
 //! In a forked child the parent's running calls do not count (the gate's
 //! count carries the fork epoch), and the child starts with an empty table
-//! (`forget_after_fork`): the parent's locks may be held by a thread that
+//! (a `ForkLocal` of its own epoch): the parent's locks may be held by a thread that
 //! does not exist there, and its registrations are not the child's.
 
 use core::ffi::c_void;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::call_gate::CallGate;
 use super::ids::{SERVICE_FUNCTION_CALL, SERVICE_PRINTF, SERVICE_RESERVED};
+use crate::hostcall::process::ForkLocal;
 use crate::hostcall::protocol::packet::{
     amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn, HostPacket,
 };
@@ -255,36 +256,10 @@ impl Default for HandlerTable {
 /// leaked, never freed) in a forked child: its locks may be held by a thread
 /// of the parent that does not exist there, and its registrations (with the
 /// DEVMEM books of their built-in services) belong to the parent.
-static TABLE: AtomicPtr<HandlerTable> = AtomicPtr::new(core::ptr::null_mut());
+static TABLE: ForkLocal<HandlerTable> = ForkLocal::new();
 
 pub fn table() -> &'static HandlerTable {
-    // Before any table (and its locks) can exist: see `registry::install_fork_hook`.
-    crate::hostcall::registry::install_fork_hook();
-    // Acquire: pairs with the release CAS that installed the table.
-    let current = TABLE.load(Ordering::Acquire);
-    if !current.is_null() {
-        // SAFETY: tables are leaked, never freed, so the pointer stays valid.
-        return unsafe { &*current };
-    }
-    let fresh = Box::into_raw(Box::new(HandlerTable::new()));
-    // AcqRel: release publishes `fresh`; acquire reads a competing winner's table.
-    match TABLE.compare_exchange(core::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
-        // SAFETY: `fresh` was just leaked and is now the installed table.
-        Ok(_) => unsafe { &*fresh },
-        Err(winner) => {
-            // SAFETY: `fresh` lost the race and was never shared; reclaim it.
-            drop(unsafe { Box::from_raw(fresh) });
-            // SAFETY: the winner is leaked, never freed.
-            unsafe { &*winner }
-        }
-    }
-}
-
-/// The fork child handler's part: the child starts with an empty table (the
-/// next `table()` makes it). Only an atomic store (async-signal-safe).
-pub fn forget_after_fork() {
-    // Release: nothing to publish (null); the child has one thread here.
-    TABLE.store(core::ptr::null_mut(), Ordering::Release);
+    TABLE.get_or_make(HandlerTable::new)
 }
 
 impl HandlerTable {
