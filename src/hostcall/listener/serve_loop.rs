@@ -11,14 +11,13 @@ use super::{Entry, Listener};
 use crate::hostcall::gate::Gate;
 use crate::hostcall::process::{CURRENT, EXITING, LIVE_THREADS, SERVING};
 use crate::hostcall::protocol::classic::buffer::DeviceBuffer;
-use crate::hostcall::protocol::classic::serve::{drain_ready_packets, DrainStats};
+use crate::hostcall::protocol::classic::serve::{take_ready_packets, DrainStats};
 use crate::hostcall::protocol::phase_bit::serve::{serve_phases, PendingPhasePacket};
 use crate::hostcall::protocol::Buffer;
 use crate::log::{panic_message, Level};
 
-/// Spins (with `spin_loop` hints doubling per round) before the poll loop
-/// starts yielding the CPU instead.
-const SPIN_ROUNDS: u32 = 6;
+/// Looks of the poll window between two yields of the CPU.
+const YIELD_EVERY: u32 = 1024;
 
 /// Starts the main listener thread of `listener`. `LIVE_THREADS` counts it until it ends.
 /// Its thread name (Linux comm, at most 15 bytes) is what the benchmark
@@ -108,7 +107,16 @@ struct ScanResult {
 
 /// Serves the buffers of `role` once. `may_hand_off`: the main listener may
 /// move buffers to the helper (one runs or can be started).
-fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: bool) -> ScanResult {
+/// `rung`: the doorbell moved since the last scan (then the only buffer of a
+/// snapshot of one is swapped without a peek first).
+fn scan(
+    listener: &Listener,
+    snapshot: &[Arc<Entry>],
+    role: Role,
+    may_hand_off: bool,
+    rung: bool,
+) -> ScanResult {
+    let expect_work = rung && snapshot.len() == 1;
     let clock = MonotonicClock;
     let mut result = ScanResult::default();
     // Main listener: is the helper stuck in a visit? Computed on first need.
@@ -125,7 +133,7 @@ fn scan(listener: &Listener, snapshot: &[Arc<Entry>], role: Role, may_hand_off: 
             }
             continue;
         }
-        let Some(Visit { served, start }) = serve_entry(listener, entry, role, &clock) else {
+        let Some(Visit { served, start }) = serve_entry(listener, entry, role, &clock, expect_work) else {
             continue;
         };
         let now = clock.now();
@@ -178,8 +186,14 @@ struct Visit {
 }
 
 /// Detaches and serves one buffer's ready stack (if its gate lets us in and
-/// it holds work).
-fn serve_entry(listener: &Listener, entry: &Entry, role: Role, clock: &impl Clock) -> Option<Visit> {
+/// it holds work). `expect_work`: swap without peeking first.
+fn serve_entry(
+    listener: &Listener,
+    entry: &Entry,
+    role: Role,
+    clock: &impl Clock,
+    expect_work: bool,
+) -> Option<Visit> {
     // No peek at the ready stack before entering the gate: once disable has
     // closed the gate and seen it idle, the buffer may already be freed
     // although this snapshot still lists it.
@@ -193,7 +207,7 @@ fn serve_entry(listener: &Listener, entry: &Entry, role: Role, clock: &impl Cloc
     // every block). A phase-bit buffer has no one word to peek at: its scan
     // reads the phase words, which the device writes only when it posts.
     if let Buffer::Classic(buffer) = &entry.buffer {
-        if buffer.ready_stack().load(Ordering::Relaxed) == 0 {
+        if !expect_work && buffer.ready_stack().load(Ordering::Relaxed) == 0 {
             return None;
         }
     }
@@ -204,11 +218,12 @@ fn serve_entry(listener: &Listener, entry: &Entry, role: Role, clock: &impl Cloc
     // Relaxed: a hint; the exit hook waits for the thread to leave.
     let keep_going = || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed);
     let served = match &entry.buffer {
-        Buffer::Classic(buffer) => serve_classic(
-            entry,
-            buffer,
-            drain_ready_packets(buffer, |packet| listener.services.serve_packet(packet), keep_going),
-        ),
+        Buffer::Classic(buffer) => {
+            // Peeked above (or work expected): swap at once.
+            let stats =
+                take_ready_packets(buffer, |packet| listener.services.serve_packet(packet), keep_going);
+            serve_classic(entry, buffer, stats)
+        }
         Buffer::PhaseBit { buffer, scan } => {
             let mut limit = scan.get();
             let serve = |packet: &mut PendingPhasePacket<'_>| listener.services.serve_packet(packet);
@@ -268,23 +283,8 @@ fn serve_classic(entry: &Entry, buffer: &DeviceBuffer, stats: DrainStats) -> u32
     }
 }
 
-/// Pause hints before the next look when the last scan found at least
-/// `GATHER_AFTER` packets: many requests are in flight, so a short pause lets
-/// the device push a few more (served with one visit) instead of each look
-/// taking the ready stack's and the packet headers' cache lines away from a
-/// device in mid-push. Measured (bench/README.md): less device time per round
-/// trip at 32 waves; with a threshold of 2 it cost listener CPU at 4 waves.
-const GATHER_SPINS: u32 = 64;
-const GATHER_AFTER: u32 = 4;
-
 /// The helper's wait while no buffer is on it: it is rung when one is.
 const HELPER_UNUSED_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
-
-fn gather() {
-    for _ in 0..GATHER_SPINS {
-        core::hint::spin_loop();
-    }
-}
 
 fn log_abandoned(entry: &Entry) {
     crate::log!(
@@ -295,15 +295,45 @@ fn log_abandoned(entry: &Entry) {
     );
 }
 
-/// Backoff for the poll window: exponential spin, then yield.
-fn snooze(step: &mut u32) {
-    if *step < SPIN_ROUNDS {
-        for _ in 0..(1u32 << *step) {
+/// One pause between two looks of the poll window; every `YIELD_EVERY`
+/// looks the CPU is offered to other threads instead.
+fn snooze(looks: &mut u32) {
+    *looks = looks.wrapping_add(1);
+    if *looks % YIELD_EVERY == 0 {
+        std::thread::yield_now();
+    } else {
+        core::hint::spin_loop();
+    }
+}
+
+/// Looks of `poll_doorbell` between two reads of the clock (and of the stop
+/// flag and the registry's generation): a clock read costs several looks.
+const CLOCK_EVERY: u32 = 16;
+
+/// Polls the doorbell while it still reads `value`, a pause between looks;
+/// returns the new value when it moved, None when the poll window ended, the
+/// listener must stop or the registry changed (the caller then scans before
+/// it blocks).
+fn poll_doorbell(listener: &Listener, state: &LoopState, value: i64, clock: &impl Clock) -> Option<i64> {
+    let mut looks = 0u32;
+    loop {
+        let now_value = listener.doorbell_load();
+        if now_value != value {
+            return Some(now_value);
+        }
+        looks = looks.wrapping_add(1);
+        if looks % CLOCK_EVERY == 0 {
+            // Relaxed: a hint to stop polling; `refresh` acquires the snapshot.
+            let changed = listener.generation.load(Ordering::Relaxed) != state.seen_generation;
+            if changed || !state.window.should_poll(clock.now()) || listener.should_stop() {
+                return None;
+            }
+        }
+        if looks % YIELD_EVERY == 0 {
+            std::thread::yield_now();
+        } else {
             core::hint::spin_loop();
         }
-        *step += 1;
-    } else {
-        std::thread::yield_now();
     }
 }
 
@@ -371,8 +401,8 @@ struct LoopState {
     /// doorbell has been still: see `DoorbellQuiet`.
     has_phase_bit: bool,
     quiet: DoorbellQuiet,
-    /// Pause hints since work was last found (`snooze`).
-    step: u32,
+    /// Looks since work was last found (`snooze`).
+    looks: u32,
     /// Just back from a blocked wait: the scan before the next block is the
     /// only one needed (an idle wake-up costs one scan, not two).
     woke: bool,
@@ -400,7 +430,7 @@ impl LoopState {
             window: PollWindow::new(),
             has_phase_bit: false,
             quiet: DoorbellQuiet::new(),
-            step: 0,
+            looks: 0,
             woke: false,
             idle: IdleTimeout::new(),
             rang: false,
@@ -432,12 +462,12 @@ fn run_loop(
     let mut state = LoopState::new();
     // One scan; work found feeds the poll window. Returns the packets served
     // (None: no work).
-    let mut serve_once = |state: &mut LoopState, woke: bool| {
-        let found = scan(listener, &state.snapshot, role, *may_hand_off);
+    let mut serve_once = |state: &mut LoopState, woke: bool, rung: bool| {
+        let found = scan(listener, &state.snapshot, role, *may_hand_off, rung);
         ensure_helper(listener, &found, &state.snapshot, may_hand_off, helper);
         let at = found.worked_at?;
         state.window.work_found(at, woke);
-        state.step = 0;
+        state.looks = 0;
         Some(found.served)
     };
     loop {
@@ -445,25 +475,30 @@ fn run_loop(
             return;
         }
         state.refresh(listener);
-        if !state.woke {
-            if let Some(value) = state.idle_since_value.take() {
-                if listener.doorbell_load() == value && state.window.should_poll(clock.now()) {
-                    state.idle_since_value = Some(value);
-                    snooze(&mut state.step);
-                    continue;
-                }
+        // Polling the doorbell until it moves (its new value, read before the
+        // scan below, is that scan's `before`), or the window ends: then block.
+        let (mut window_over, mut moved_to) = (false, None);
+        if let Some(value) = state.idle_since_value.take() {
+            if !state.woke {
+                moved_to = poll_doorbell(listener, &state, value, &clock);
+                window_over = moved_to.is_none();
             }
-            let before = (role == Role::Main && !state.has_phase_bit).then(|| listener.doorbell_load());
-            if let Some(served) = serve_once(&mut state, false) {
+        }
+        if !state.woke && !window_over {
+            let before = moved_to
+                .or_else(|| (role == Role::Main && !state.has_phase_bit).then(|| listener.doorbell_load()));
+            if serve_once(&mut state, false, moved_to.is_some()).is_some() {
                 if state.window.poll_until_ns().is_some() {
-                    if served >= GATHER_AFTER {
-                        gather();
-                    }
+                    // Everything rung before `before` was read was pushed
+                    // before this scan's detach, so it has been served.
+                    state.idle_since_value = before;
                     continue;
                 }
             } else if state.window.should_poll(clock.now()) {
                 state.idle_since_value = before;
-                snooze(&mut state.step);
+                if before.is_none() {
+                    snooze(&mut state.looks);
+                }
                 continue;
             }
         }
@@ -477,8 +512,8 @@ fn run_loop(
                 None
             }
         };
-        let woke = state.woke;
-        let found = serve_once(&mut state, woke);
+        let (woke, rang) = (state.woke, state.rang);
+        let found = serve_once(&mut state, woke, woke && rang);
         if woke {
             state.idle.after_wait(state.rang, found.is_some());
         }
@@ -506,7 +541,7 @@ fn run_loop(
             // A phase-bit wave may post without ringing shortly after another
             // wave's ring (the device throttles its rings): keep polling until
             // the doorbell has been still for longer than that.
-            snooze(&mut state.step);
+            snooze(&mut state.looks);
             continue;
         }
         state.rang = listener.doorbell_wait_value(observed, state.idle.timeout()) != observed;

@@ -92,6 +92,15 @@ impl DeviceWords {
         }
     }
 
+    /// The `SLOT_WORDS` words of a lane's slot from `offset` on (in bounds,
+    /// 8-aligned), for a callee that reads the request where it lies.
+    pub fn slot(&self, offset: usize) -> &[AtomicU64; SLOT_WORDS] {
+        debug_assert!(offset % 8 == 0 && offset + SLOT_WORDS * 8 <= self.size);
+        // SAFETY: in bounds and 8-aligned as in `word`; `[AtomicU64; N]` has
+        // the layout of N consecutive `AtomicU64`, each valid as in `word`.
+        unsafe { &*self.base.as_ptr().add(offset).cast::<[AtomicU64; SLOT_WORDS]>() }
+    }
+
     /// The 32-bit word at `offset` (in bounds, 4-aligned).
     pub fn word32(&self, offset: usize) -> &AtomicU32 {
         debug_assert!(offset % 4 == 0 && offset + 4 <= self.size);

@@ -73,20 +73,47 @@ pub trait Packet {
     fn buffer_key(&self) -> usize;
     /// Runs `serve(service, lane, slot)` for every active lane, in place.
     fn serve_lanes<F: FnMut(u32, u32, &mut [u64; SLOT_WORDS])>(&mut self, serve: F);
-    /// Runs `answer(lane, slot)` for every active lane: it gets the lane's 8
-    /// words and returns the lane's answer, which becomes `slot[0..2]`; the
+    /// Runs `answer(lane, request)` for every active lane: it gets the lane's
+    /// 8 words and returns the lane's answer, which becomes `slot[0..2]`; the
     /// other words stay as the device wrote them. For services that only
     /// read the request (FUNCTION_CALL): a packet in device memory then
-    /// writes back just the answer words.
-    fn answer_lanes<F: FnMut(u32, &[u64; SLOT_WORDS]) -> [u64; ANSWER_WORDS]>(&mut self, mut answer: F) {
+    /// writes back just the answer words, and its request is read in place.
+    fn answer_lanes<F: FnMut(u32, LaneRequest<'_>) -> [u64; ANSWER_WORDS]>(&mut self, mut answer: F) {
         self.serve_lanes(|_, lane, slot| {
-            let words = answer(lane, slot);
+            let words = answer(lane, LaneRequest::Copy(slot));
             slot[..ANSWER_WORDS].copy_from_slice(&words);
         });
     }
     /// Runs `serve` on a host copy of the whole packet; the active lanes'
     /// words are written back.
     fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F);
+}
+
+/// A lane's 8 request words: where they lie in device memory (the wave waits
+/// for its answer, so they hold still), or a copy.
+#[derive(Clone, Copy)]
+pub enum LaneRequest<'a> {
+    InPlace(&'a [core::sync::atomic::AtomicU64; SLOT_WORDS]),
+    Copy(&'a [u64; SLOT_WORDS]),
+}
+
+impl LaneRequest<'_> {
+    pub fn word(&self, word: usize) -> u64 {
+        match self {
+            // Relaxed: ordered by the protocol step that found the packet.
+            LaneRequest::InPlace(words) => words[word].load(core::sync::atomic::Ordering::Relaxed),
+            LaneRequest::Copy(words) => words[word],
+        }
+    }
+
+    /// The address of words 1..8, for a C callee that reads them (an
+    /// `AtomicU64` has the layout of a `u64`).
+    pub fn inputs(&self) -> *const u64 {
+        match self {
+            LaneRequest::InPlace(words) => words[1..].as_ptr().cast(),
+            LaneRequest::Copy(words) => words[1..].as_ptr(),
+        }
+    }
 }
 
 /// One pending packet's lanes in device memory, whichever protocol laid
@@ -100,6 +127,8 @@ pub trait DeviceLanes {
     fn prefetch(&self, lane: u32);
     /// Lane `lane`'s 8 request words.
     fn read(&self, lane: u32) -> [u64; SLOT_WORDS];
+    /// Lane `lane`'s 8 words where they lie (None: only a copy can be read).
+    fn in_place(&self, lane: u32) -> Option<&[core::sync::atomic::AtomicU64; SLOT_WORDS]>;
     /// Writes lane `lane`'s answer words (all the wave reads back).
     fn write_answer(&self, lane: u32, answer: &[u64; ANSWER_WORDS]);
 }
@@ -112,6 +141,11 @@ pub trait SlotAccess {
     fn base(&self) -> usize;
     fn prefetch_slot(&self, index: Self::Index, lane: u32);
     fn read_slot(&self, index: Self::Index, lane: u32) -> [u64; SLOT_WORDS];
+    fn slot_words(
+        &self,
+        index: Self::Index,
+        lane: u32,
+    ) -> Option<&[core::sync::atomic::AtomicU64; SLOT_WORDS]>;
     fn write_answer(&self, index: Self::Index, lane: u32, answer: &[u64; ANSWER_WORDS]);
 }
 
@@ -133,6 +167,14 @@ macro_rules! slot_access {
                 lane: u32,
             ) -> [u64; $crate::hostcall::protocol::payload::SLOT_WORDS] {
                 <$buffer>::read_slot(self, index, lane)
+            }
+            fn slot_words(
+                &self,
+                index: $index,
+                lane: u32,
+            ) -> Option<&[core::sync::atomic::AtomicU64; $crate::hostcall::protocol::payload::SLOT_WORDS]>
+            {
+                <$buffer>::slot_words(self, index, lane)
             }
             fn write_answer(
                 &self,
@@ -184,6 +226,10 @@ impl<B: SlotAccess> DeviceLanes for Pending<'_, B> {
         self.buffer.read_slot(self.index, lane)
     }
 
+    fn in_place(&self, lane: u32) -> Option<&[core::sync::atomic::AtomicU64; SLOT_WORDS]> {
+        self.buffer.slot_words(self.index, lane)
+    }
+
     fn write_answer(&self, lane: u32, answer: &[u64; ANSWER_WORDS]) {
         self.buffer.write_answer(self.index, lane, answer);
     }
@@ -212,15 +258,19 @@ impl<L: DeviceLanes> Packet for L {
         );
     }
 
-    fn answer_lanes<F: FnMut(u32, &[u64; SLOT_WORDS]) -> [u64; ANSWER_WORDS]>(&mut self, mut answer: F) {
+    fn answer_lanes<F: FnMut(u32, LaneRequest<'_>) -> [u64; ANSWER_WORDS]>(&mut self, mut answer: F) {
         for_each_lane(
             self.activemask(),
             |lane| self.prefetch(lane),
             |lane| {
-                // The request words are read once, the answer written straight
+                // The request is read where it lies (a copy only where the
+                // buffer cannot lend its words), the answer written straight
                 // back: no host copy of the slot is written back.
-                let slot = self.read(lane);
-                self.write_answer(lane, &answer(lane, &slot));
+                let words = match self.in_place(lane) {
+                    Some(words) => answer(lane, LaneRequest::InPlace(words)),
+                    None => answer(lane, LaneRequest::Copy(&self.read(lane))),
+                };
+                self.write_answer(lane, &words);
             },
         );
     }

@@ -31,8 +31,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use self::handlers::{Handler, Registration};
 use self::ids::{ERROR_VALUE, SERVICE_DEVMEM, SERVICE_FUNCTION_CALL, SERVICE_PRINTF, SERVICE_SANITIZER};
 use self::printf::PrintfService;
-use crate::hostcall::protocol::packet::{HostPacket, Packet};
-use crate::hostcall::protocol::payload::{ANSWER_WORDS, SLOT_WORDS};
+use crate::hostcall::protocol::packet::{HostPacket, LaneRequest, Packet};
+use crate::hostcall::protocol::payload::ANSWER_WORDS;
 use crate::log::Level;
 
 /// The FUNCTION_CALL signature: `void f(uint64_t out[2], const uint64_t in[7])`.
@@ -75,9 +75,9 @@ impl Services {
     pub fn serve_packet<P: Packet>(&self, packet: &mut P) {
         match packet.service() {
             SERVICE_FUNCTION_CALL => self.serve_builtin(packet, |packet, unanswered| {
-                packet.answer_lanes(|lane, slot| {
+                packet.answer_lanes(|lane, request| {
                     self.test_panic_hook(SERVICE_FUNCTION_CALL, lane);
-                    let answer = function_call(slot);
+                    let answer = function_call(request);
                     *unanswered &= !(1u64 << lane);
                     answer
                 })
@@ -292,23 +292,24 @@ fn log_handler_failure(service: u32, buffer_key: usize, status: i32, lane: Optio
 /// FUNCTION_CALL: slot[0] = address of a `HostFunction`, slot[1..8] its
 /// 7 inputs; returns its 2 outputs, the lane's answer. A NULL address is
 /// answered with `ERROR_VALUE` in slot[0] (slot[1] stays as it was).
-fn function_call(slot: &[u64; SLOT_WORDS]) -> [u64; ANSWER_WORDS] {
-    let address = slot[0] as usize;
+fn function_call(request: LaneRequest<'_>) -> [u64; ANSWER_WORDS] {
+    let address = request.word(0) as usize;
     if address == 0 {
         crate::log!(Level::Error, "hostcall: FUNCTION_CALL with a NULL function; lane gets -1");
-        return [ERROR_VALUE, slot[1]];
+        return [ERROR_VALUE, request.word(1)];
     }
-    let input = &slot[1..];
     let mut out = [0u64; ANSWER_WORDS];
     // SAFETY: the FUNCTION_CALL contract: device code places in slot[0] the
     // address of a host function of this process with the `HostFunction`
     // signature (the host application handed it to the kernel). The address
-    // cannot be verified; `out` is a live array of 2 words and `input` of the
-    // 7 input words (read only by the function). A C++ exception escaping the
-    // function terminates the process, as with any `extern "C"` callback.
+    // cannot be verified; `out` is a live array of 2 words and `inputs` the
+    // lane's 7 input words, valid for the call (in device memory the wave
+    // waits and does not write them; read only by the function). A C++
+    // exception escaping the function terminates the process, as with any
+    // `extern "C"` callback.
     unsafe {
         let function = core::mem::transmute::<usize, HostFunction>(address);
-        function(out.as_mut_ptr(), input.as_ptr());
+        function(out.as_mut_ptr(), request.inputs());
     }
     out
 }

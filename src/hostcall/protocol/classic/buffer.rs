@@ -147,6 +147,15 @@ mod real {
             self.words.read_slot(layout::slot_word_offset(self.packets, index.0, lane, 0))
         }
 
+        /// Lane `lane`'s slot of payload `index` where it lies.
+        pub fn slot_words(
+            &self,
+            index: PacketIndex,
+            lane: u32,
+        ) -> Option<&[core::sync::atomic::AtomicU64; layout::SLOT_WORDS]> {
+            Some(self.words.slot(layout::slot_word_offset(self.packets, index.0, lane, 0)))
+        }
+
         /// Hints that lane `lane`'s slot of payload `index` is about to be
         /// read and its answer written.
         pub fn prefetch_slot(&self, index: PacketIndex, lane: u32) {
@@ -310,6 +319,15 @@ mod model {
 
         /// A cache hint in the real buffer; nothing to model.
         pub fn prefetch_slot(&self, _index: PacketIndex, _lane: u32) {}
+
+        /// The model's slots are loom cells: callees get a copy.
+        pub fn slot_words(
+            &self,
+            _index: PacketIndex,
+            _lane: u32,
+        ) -> Option<&[core::sync::atomic::AtomicU64; layout::SLOT_WORDS]> {
+            None
+        }
 
         pub fn read_slot(&self, index: PacketIndex, lane: u32) -> [u64; layout::SLOT_WORDS] {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);

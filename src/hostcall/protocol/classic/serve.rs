@@ -75,7 +75,7 @@ impl DrainStats {
 /// words and leaves the answer in them. `keep_going()` is asked between
 /// packets; when it returns false the walk stops (the buffer is being
 /// unregistered) and the packets not yet served are abandoned. (The
-/// listener serves whole packets, `drain_ready_packets`; the tests and the
+/// listener serves whole packets, `take_ready_packets`; the tests and the
 /// loom model use this per-lane form.)
 #[cfg(any(test, loom))]
 pub fn drain_ready<S, K>(buffer: &DeviceBuffer, mut serve: S, keep_going: K) -> DrainStats
@@ -96,23 +96,39 @@ where
 /// answered first. A longer chain is served in chain order: looking ahead
 /// through all of it first costs more listener CPU per packet than it gains
 /// (each `next` is a cache miss the device wrote, chased serially); the
-/// measurements are in docs/performance.md.
-pub fn drain_ready_packets<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
+/// measurements are in docs/performance.md. (The listener peeks itself and
+/// then calls `take_ready_packets`.)
+#[cfg(any(test, loom))]
+pub fn drain_ready_packets<S, K>(buffer: &DeviceBuffer, serve: S, keep_going: K) -> DrainStats
+where
+    S: FnMut(&mut PendingPacket<'_>),
+    K: FnMut() -> bool,
+{
+    // Relaxed peek: an empty stack costs a shared read instead of a write that
+    // would take the device's cache line away. A push we miss here is seen by
+    // the next scan (the listener rescans before it blocks and on timeout).
+    if buffer.ready_stack().load(Ordering::Relaxed) == 0 {
+        return DrainStats::default();
+    }
+    take_ready_packets(buffer, serve, keep_going)
+}
+
+/// `drain_ready_packets` without the peek, for a caller that expects work
+/// (the doorbell moved and this is its only buffer): the swap then takes the
+/// device's cache line once, where a peek and a swap take it twice (a shared
+/// read, then an upgrade).
+pub fn take_ready_packets<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
 where
     S: FnMut(&mut PendingPacket<'_>),
     K: FnMut() -> bool,
 {
     let mut stats = DrainStats::default();
-    let ready = buffer.ready_stack();
-    // Relaxed peek: an empty stack costs a shared read instead of a write that
-    // would take the device's cache line away. A push we miss here is seen by
-    // the next scan (the listener rescans before it blocks and on timeout).
-    if ready.load(Ordering::Relaxed) == 0 {
-        return stats;
-    }
     // Acquire: pairs with the device's release CAS that pushed onto ready_stack
     // (see "Memory ordering" above).
-    let mut chain = ChainWalk { ptr: ready.swap(0, Ordering::Acquire), walked: 0 };
+    let mut chain = ChainWalk { ptr: buffer.ready_stack().swap(0, Ordering::Acquire), walked: 0 };
+    if chain.finished() {
+        return stats;
+    }
     // Look ahead up to FIFO_UP_TO packets (their `next` read, nothing served).
     let mut ahead = [(PacketIndex::FIRST, 0u32); FIFO_UP_TO];
     let mut count = 0;

@@ -111,6 +111,15 @@ mod real {
             self.word32(header + layout::HEADER_SERVICE).store(service, Ordering::Relaxed);
         }
 
+        /// Lane `lane`'s slot of packet `index` where it lies.
+        pub fn slot_words(
+            &self,
+            index: PhaseIndex,
+            lane: u32,
+        ) -> Option<&[core::sync::atomic::AtomicU64; SLOT_WORDS]> {
+            Some(self.words.slot(layout::slot_word_at(self.packets, index.0, lane, 0)))
+        }
+
         /// Hints that lane `lane`'s slot of packet `index` is about to be
         /// read and its answer written.
         pub fn prefetch_slot(&self, index: PhaseIndex, lane: u32) {
@@ -251,6 +260,15 @@ mod model {
 
         /// A cache hint in the real buffer; nothing to model.
         pub fn prefetch_slot(&self, _index: PhaseIndex, _lane: u32) {}
+
+        /// The model's slots are loom cells: callees get a copy.
+        pub fn slot_words(
+            &self,
+            _index: PhaseIndex,
+            _lane: u32,
+        ) -> Option<&[core::sync::atomic::AtomicU64; SLOT_WORDS]> {
+            None
+        }
 
         pub fn read_slot(&self, index: PhaseIndex, lane: u32) -> [u64; SLOT_WORDS] {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
