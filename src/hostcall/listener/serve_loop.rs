@@ -108,15 +108,28 @@ struct ScanResult {
 /// Serves the buffers of `role` once. `may_hand_off`: the main listener may
 /// move buffers to the helper (one runs or can be started).
 /// `rung`: the doorbell moved since the last scan (then the only buffer of a
-/// snapshot of one is swapped without a peek first).
+/// snapshot of one is swapped without a peek first). `last_now`: the caller's
+/// latest clock reading, if it has a recent one: a visit that finds work
+/// starts at the latest reading (a clock read costs more than the gate and
+/// the peek between; the classifier's limits are hundreds of µs).
 fn scan(
     listener: &Listener,
     snapshot: &[Arc<Entry>],
     role: Role,
     may_hand_off: bool,
     rung: bool,
+    mut last_now: Option<u64>,
 ) -> ScanResult {
     let expect_work = rung && snapshot.len() == 1;
+    if rung && snapshot.len() > 1 {
+        // Some buffer has work: ask for every ready stack's line at once, so
+        // the transfers overlap instead of one per visit in turn.
+        for entry in snapshot {
+            if let Buffer::Classic(buffer) = &entry.buffer {
+                buffer.prefetch_ready_stack();
+            }
+        }
+    }
     let clock = MonotonicClock;
     let mut result = ScanResult::default();
     // Main listener: is the helper stuck in a visit? Computed on first need.
@@ -133,10 +146,12 @@ fn scan(
             }
             continue;
         }
-        let Some(Visit { served, start }) = serve_entry(listener, entry, role, &clock, expect_work) else {
+        let Some(Visit { served, start }) = serve_entry(listener, entry, role, &clock, expect_work, last_now)
+        else {
             continue;
         };
         let now = clock.now();
+        last_now = Some(now);
         result.worked_at = Some(now);
         result.served += served;
         let took = now.saturating_sub(start);
@@ -186,13 +201,15 @@ struct Visit {
 }
 
 /// Detaches and serves one buffer's ready stack (if its gate lets us in and
-/// it holds work). `expect_work`: swap without peeking first.
+/// it holds work). `expect_work`: swap without peeking first. `start_hint`:
+/// when the visit starts, if the caller read the clock just before.
 fn serve_entry(
     listener: &Listener,
     entry: &Entry,
     role: Role,
     clock: &impl Clock,
     expect_work: bool,
+    start_hint: Option<u64>,
 ) -> Option<Visit> {
     // No peek at the ready stack before entering the gate: once disable has
     // closed the gate and seen it idle, the buffer may already be freed
@@ -211,7 +228,7 @@ fn serve_entry(
             return None;
         }
     }
-    let start = clock.now();
+    let start = start_hint.unwrap_or_else(|| clock.now());
     if role == Role::Helper {
         listener.helper_watch.visit_begins(start);
     }
@@ -314,7 +331,13 @@ const CLOCK_EVERY: u32 = 16;
 /// returns the new value when it moved, None when the poll window ended, the
 /// listener must stop or the registry changed (the caller then scans before
 /// it blocks).
-fn poll_doorbell(listener: &Listener, state: &LoopState, value: i64, clock: &impl Clock) -> Option<i64> {
+fn poll_doorbell(
+    listener: &Listener,
+    state: &LoopState,
+    value: i64,
+    clock: &impl Clock,
+    last_now: &mut Option<u64>,
+) -> Option<i64> {
     let mut looks = 0u32;
     loop {
         let now_value = listener.doorbell_load();
@@ -325,12 +348,16 @@ fn poll_doorbell(listener: &Listener, state: &LoopState, value: i64, clock: &imp
         if looks % CLOCK_EVERY == 0 {
             // Relaxed: a hint to stop polling; `refresh` acquires the snapshot.
             let changed = listener.generation.load(Ordering::Relaxed) != state.seen_generation;
-            if changed || !state.window.should_poll(clock.now()) || listener.should_stop() {
+            let now = clock.now();
+            *last_now = Some(now);
+            if changed || !state.window.should_poll(now) || listener.should_stop() {
                 return None;
             }
         }
         if looks % YIELD_EVERY == 0 {
             std::thread::yield_now();
+            // The thread may have been off the CPU for long.
+            *last_now = None;
         } else {
             core::hint::spin_loop();
         }
@@ -462,8 +489,8 @@ fn run_loop(
     let mut state = LoopState::new();
     // One scan; work found feeds the poll window. Returns the packets served
     // (None: no work).
-    let mut serve_once = |state: &mut LoopState, woke: bool, rung: bool| {
-        let found = scan(listener, &state.snapshot, role, *may_hand_off, rung);
+    let mut serve_once = |state: &mut LoopState, woke: bool, rung: bool, last_now: Option<u64>| {
+        let found = scan(listener, &state.snapshot, role, *may_hand_off, rung, last_now);
         ensure_helper(listener, &found, &state.snapshot, may_hand_off, helper);
         let at = found.worked_at?;
         state.window.work_found(at, woke);
@@ -477,17 +504,17 @@ fn run_loop(
         state.refresh(listener);
         // Polling the doorbell until it moves (its new value, read before the
         // scan below, is that scan's `before`), or the window ends: then block.
-        let (mut window_over, mut moved_to) = (false, None);
+        let (mut window_over, mut moved_to, mut last_now) = (false, None, None);
         if let Some(value) = state.idle_since_value.take() {
             if !state.woke {
-                moved_to = poll_doorbell(listener, &state, value, &clock);
+                moved_to = poll_doorbell(listener, &state, value, &clock, &mut last_now);
                 window_over = moved_to.is_none();
             }
         }
         if !state.woke && !window_over {
             let before = moved_to
                 .or_else(|| (role == Role::Main && !state.has_phase_bit).then(|| listener.doorbell_load()));
-            if serve_once(&mut state, false, moved_to.is_some()).is_some() {
+            if serve_once(&mut state, false, moved_to.is_some(), last_now).is_some() {
                 if state.window.poll_until_ns().is_some() {
                     // Everything rung before `before` was read was pushed
                     // before this scan's detach, so it has been served.
@@ -513,7 +540,7 @@ fn run_loop(
             }
         };
         let (woke, rang) = (state.woke, state.rang);
-        let found = serve_once(&mut state, woke, woke && rang);
+        let found = serve_once(&mut state, woke, woke && rang, None);
         if woke {
             state.idle.after_wait(state.rang, found.is_some());
         }

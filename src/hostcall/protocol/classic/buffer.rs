@@ -162,6 +162,13 @@ mod real {
             self.words.prefetch_for_write(layout::slot_word_offset(self.packets, index.0, lane, 0));
         }
 
+        /// Hints that the ready stack is about to be read and swapped. Only a
+        /// hint, no access: allowed outside the gate, on a buffer that may be
+        /// gone already.
+        pub fn prefetch_ready_stack(&self) {
+            self.words.prefetch_for_write(layout::OFFSET_READY_STACK);
+        }
+
         /// Writes lane `lane`'s answer (its first `ANSWER_WORDS` words) into
         /// payload `index`.
         pub fn write_answer(&self, index: PacketIndex, lane: u32, answer: &[u64; layout::ANSWER_WORDS]) {
@@ -319,6 +326,9 @@ mod model {
 
         /// A cache hint in the real buffer; nothing to model.
         pub fn prefetch_slot(&self, _index: PacketIndex, _lane: u32) {}
+
+        /// A cache hint in the real buffer; nothing to model.
+        pub fn prefetch_ready_stack(&self) {}
 
         /// The model's slots are loom cells: callees get a copy.
         pub fn slot_words(
