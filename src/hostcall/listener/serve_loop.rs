@@ -16,7 +16,7 @@ use crate::hostcall::protocol::phase_bit::serve::{serve_phases, PendingPhasePack
 use crate::hostcall::protocol::Buffer;
 use crate::log::{panic_message, Level};
 
-/// Looks of the poll window between two yields of the CPU.
+/// Looks (`poll_doorbell`, `snooze`) between two yields of the CPU.
 const YIELD_EVERY: u32 = 1024;
 
 /// Starts the main listener thread of `listener`. `LIVE_THREADS` counts it until it ends.
@@ -312,13 +312,28 @@ fn log_abandoned(entry: &Entry) {
     );
 }
 
-/// One pause between two looks of the poll window; every `YIELD_EVERY`
-/// looks the CPU is offered to other threads instead.
+/// One pause between two scans that found nothing (phase-bit buffers, the
+/// helper); every `YIELD_EVERY` scans the CPU is offered to other threads
+/// instead.
 fn snooze(looks: &mut u32) {
     *looks = looks.wrapping_add(1);
     if *looks % YIELD_EVERY == 0 {
         std::thread::yield_now();
     } else {
+        core::hint::spin_loop();
+    }
+}
+
+/// Pause hints before the next scan when the last one served at least
+/// `GATHER_AFTER` packets while scanning (phase-bit buffers): many requests
+/// are in flight, so a short pause lets the device post a few more (served by
+/// one scan) instead of each scan taking lines from a device in mid-post.
+/// Classic buffers poll the doorbell instead and touch nothing of the device's.
+const GATHER_SPINS: u32 = 64;
+const GATHER_AFTER: u32 = 4;
+
+fn gather() {
+    for _ in 0..GATHER_SPINS {
         core::hint::spin_loop();
     }
 }
@@ -428,7 +443,7 @@ struct LoopState {
     /// doorbell has been still: see `DoorbellQuiet`.
     has_phase_bit: bool,
     quiet: DoorbellQuiet,
-    /// Looks since work was last found (`snooze`).
+    /// Scans since work was last found (`snooze`).
     looks: u32,
     /// Just back from a blocked wait: the scan before the next block is the
     /// only one needed (an idle wake-up costs one scan, not two).
@@ -514,8 +529,11 @@ fn run_loop(
         if !state.woke && !window_over {
             let before = moved_to
                 .or_else(|| (role == Role::Main && !state.has_phase_bit).then(|| listener.doorbell_load()));
-            if serve_once(&mut state, false, moved_to.is_some(), last_now).is_some() {
+            if let Some(served) = serve_once(&mut state, false, moved_to.is_some(), last_now) {
                 if state.window.poll_until_ns().is_some() {
+                    if before.is_none() && served >= GATHER_AFTER {
+                        gather();
+                    }
                     // Everything rung before `before` was read was pushed
                     // before this scan's detach, so it has been served.
                     state.idle_since_value = before;
