@@ -126,6 +126,53 @@ impl PollWindow {
     }
 }
 
+/// How often a polling thread offers its CPU to other threads
+/// (`sched_yield`), learnt from what the yields cost. A yield that comes back
+/// at once found no other thread waiting for this CPU: on a host with cores
+/// to spare, yielding only adds a system call to the round trip a request
+/// may land in, so yields become rarer (down to one per `YIELD_EVERY_MAX`
+/// looks). A yield that comes back late ran another thread: the machine is
+/// oversubscribed (waves played by host threads, the application's own
+/// threads), and a poller that kept the CPU would delay the very threads
+/// that post the requests; yields become frequent (one per
+/// `YIELD_EVERY_MIN` looks) at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct YieldPacer {
+    every: u32,
+}
+
+/// A yield that took longer than this ran another thread (a bare
+/// `sched_yield` costs well under a microsecond, a VM's a little more).
+pub const YIELD_RAN_OTHERS_NS: u64 = 5_000;
+pub const YIELD_EVERY_MIN: u32 = 16;
+pub const YIELD_EVERY_MAX: u32 = 1024;
+
+impl Default for YieldPacer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl YieldPacer {
+    pub fn new() -> YieldPacer {
+        YieldPacer { every: YIELD_EVERY_MIN }
+    }
+
+    /// Looks between two yields.
+    pub fn every(&self) -> u32 {
+        self.every
+    }
+
+    /// Records how long (ns) the last yield took.
+    pub fn after_yield(&mut self, took_ns: u64) {
+        self.every = if took_ns > YIELD_RAN_OTHERS_NS {
+            YIELD_EVERY_MIN
+        } else {
+            (self.every * 2).min(YIELD_EVERY_MAX)
+        };
+    }
+}
+
 /// How long the doorbell must stay still before a thread may block while a
 /// phase-bit buffer is enabled: twice the device's ring throttle (1000 ticks
 /// of its 100 MHz counter, 10 µs). A phase-bit wave that posts within the
@@ -233,6 +280,25 @@ impl IdleTimeout {
     /// Requests are coming: back to the shortest timeout.
     fn reset(&mut self) {
         self.current_ms = tunables::WAIT_TIMEOUT_MS;
+    }
+}
+
+#[cfg(test)]
+mod yield_tests {
+    use super::*;
+
+    #[test]
+    fn quick_yields_make_yields_rare_and_a_late_one_makes_them_frequent_at_once() {
+        let mut pacer = YieldPacer::new();
+        assert_eq!(pacer.every(), YIELD_EVERY_MIN);
+        for _ in 0..20 {
+            pacer.after_yield(300);
+        }
+        assert_eq!(pacer.every(), YIELD_EVERY_MAX, "a host with idle cores: rare yields");
+        pacer.after_yield(YIELD_RAN_OTHERS_NS + 1);
+        assert_eq!(pacer.every(), YIELD_EVERY_MIN, "another thread ran: frequent yields");
+        pacer.after_yield(YIELD_RAN_OTHERS_NS);
+        assert_eq!(pacer.every(), 2 * YIELD_EVERY_MIN, "back off step by step");
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::classifier::{Clock, MonotonicClock, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
-use super::poll_window::{DoorbellQuiet, IdleTimeout, PollWindow};
+use super::poll_window::{DoorbellQuiet, IdleTimeout, PollWindow, YieldPacer};
 use super::{Entry, Listener};
 use crate::hostcall::gate::Gate;
 use crate::hostcall::process::{CURRENT, EXITING, LIVE_THREADS, SERVING};
@@ -15,9 +15,6 @@ use crate::hostcall::protocol::classic::serve::{take_ready_packets, DrainStats};
 use crate::hostcall::protocol::phase_bit::serve::{serve_phases, PendingPhasePacket};
 use crate::hostcall::protocol::Buffer;
 use crate::log::{panic_message, Level};
-
-/// Looks (`poll_doorbell`, `snooze`) between two yields of the CPU.
-const YIELD_EVERY: u32 = 1024;
 
 /// Starts the main listener thread of `listener`. `LIVE_THREADS` counts it until it ends.
 /// Its thread name (Linux comm, at most 15 bytes) is what the benchmark
@@ -312,16 +309,18 @@ fn log_abandoned(entry: &Entry) {
     );
 }
 
-/// One pause between two scans that found nothing (phase-bit buffers, the
-/// helper); every `YIELD_EVERY` scans the CPU is offered to other threads
-/// instead.
-fn snooze(looks: &mut u32) {
+/// One pause between two looks that found nothing; every `pacer.every()`
+/// looks the CPU is offered to other threads instead. True when it yielded.
+fn snooze(looks: &mut u32, pacer: &mut YieldPacer, clock: &impl Clock) -> bool {
     *looks = looks.wrapping_add(1);
-    if *looks % YIELD_EVERY == 0 {
-        std::thread::yield_now();
-    } else {
+    if *looks % pacer.every() != 0 {
         core::hint::spin_loop();
+        return false;
     }
+    let before = clock.now();
+    std::thread::yield_now();
+    pacer.after_yield(clock.now().saturating_sub(before));
+    true
 }
 
 /// Pause hints before the next scan when the last one served at least
@@ -348,7 +347,7 @@ const CLOCK_EVERY: u32 = 16;
 /// it blocks).
 fn poll_doorbell(
     listener: &Listener,
-    state: &LoopState,
+    state: &mut LoopState,
     value: i64,
     clock: &impl Clock,
     last_now: &mut Option<u64>,
@@ -369,12 +368,9 @@ fn poll_doorbell(
                 return None;
             }
         }
-        if looks % YIELD_EVERY == 0 {
-            std::thread::yield_now();
+        if snooze(&mut state.looks, &mut state.yields, clock) {
             // The thread may have been off the CPU for long.
             *last_now = None;
-        } else {
-            core::hint::spin_loop();
         }
     }
 }
@@ -443,8 +439,9 @@ struct LoopState {
     /// doorbell has been still: see `DoorbellQuiet`.
     has_phase_bit: bool,
     quiet: DoorbellQuiet,
-    /// Scans since work was last found (`snooze`).
+    /// Looks since work was last found (`snooze`), and how often they yield.
     looks: u32,
+    yields: YieldPacer,
     /// Just back from a blocked wait: the scan before the next block is the
     /// only one needed (an idle wake-up costs one scan, not two).
     woke: bool,
@@ -473,6 +470,7 @@ impl LoopState {
             has_phase_bit: false,
             quiet: DoorbellQuiet::new(),
             looks: 0,
+            yields: YieldPacer::new(),
             woke: false,
             idle: IdleTimeout::new(),
             rang: false,
@@ -522,7 +520,7 @@ fn run_loop(
         let (mut window_over, mut moved_to, mut last_now) = (false, None, None);
         if let Some(value) = state.idle_since_value.take() {
             if !state.woke {
-                moved_to = poll_doorbell(listener, &state, value, &clock, &mut last_now);
+                moved_to = poll_doorbell(listener, &mut state, value, &clock, &mut last_now);
                 window_over = moved_to.is_none();
             }
         }
@@ -542,7 +540,7 @@ fn run_loop(
             } else if state.window.should_poll(clock.now()) {
                 state.idle_since_value = before;
                 if before.is_none() {
-                    snooze(&mut state.looks);
+                    snooze(&mut state.looks, &mut state.yields, &clock);
                 }
                 continue;
             }
@@ -586,7 +584,7 @@ fn run_loop(
             // A phase-bit wave may post without ringing shortly after another
             // wave's ring (the device throttles its rings): keep polling until
             // the doorbell has been still for longer than that.
-            snooze(&mut state.looks);
+            snooze(&mut state.looks, &mut state.yields, &clock);
             continue;
         }
         state.rang = listener.doorbell_wait_value(observed, state.idle.timeout()) != observed;
