@@ -25,29 +25,6 @@ static hsa_agent_t g_gpu;
 static hsa_amd_memory_pool_t g_vram;       /* the GPU's coarse-grained pool */
 static hsa_amd_memory_pool_t g_group_pool; /* GROUP segment: not allocatable */
 
-static hsa_status_t find_gpu(hsa_agent_t agent, void* data) {
-  hsa_device_type_t type;
-  if (hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) == HSA_STATUS_SUCCESS &&
-      type == HSA_DEVICE_TYPE_GPU) {
-    *(hsa_agent_t*)data = agent;
-    return HSA_STATUS_INFO_BREAK;
-  }
-  return HSA_STATUS_SUCCESS;
-}
-
-static hsa_status_t find_pools(hsa_amd_memory_pool_t pool, void* data) {
-  (void)data;
-  uint32_t segment = 0, flags = 0;
-  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment);
-  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
-  if (segment == HSA_AMD_SEGMENT_GLOBAL && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED) &&
-      g_vram.handle == 0) {
-    g_vram = pool;
-  }
-  if (segment == HSA_AMD_SEGMENT_GROUP) g_group_pool = pool;
-  return HSA_STATUS_SUCCESS;
-}
-
 /* One DEVMEM request from lane `lane` only; returns the answer. */
 static uint64_t request(void* buffer, uint32_t lane, uint64_t address, uint64_t size) {
   uint64_t addresses[64] = {0}, sizes[64] = {0}, answers[64] = {0};
@@ -302,13 +279,8 @@ int main(int argc, char** argv) {
   };
   hc_child_main(argc, argv, cases);
   hc_hsa_init();
-  if (hsa_iterate_agents(find_gpu, &g_gpu) != HSA_STATUS_INFO_BREAK || g_gpu.handle == 0) {
-    fprintf(stderr, "no GPU agent in the software runtime\n");
-    return 1;
-  }
-  hsa_amd_agent_iterate_memory_pools(g_gpu, find_pools, NULL);
-  if (g_vram.handle == 0 || g_group_pool.handle == 0) {
-    fprintf(stderr, "GPU pools not found\n");
+  if (!hc_find_gpu_pools(&g_gpu.handle, &g_vram.handle, &g_group_pool.handle)) {
+    fprintf(stderr, "no GPU agent with a coarse-grained and a GROUP pool in the software runtime\n");
     return 1;
   }
   HC_RUN(test_pool_checks);

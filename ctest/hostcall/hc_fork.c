@@ -55,34 +55,7 @@
 static hsa_agent_t g_gpu;
 static hsa_amd_memory_pool_t g_vram;
 
-static hsa_status_t find_gpu(hsa_agent_t agent, void* data) {
-  hsa_device_type_t type;
-  if (hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) == HSA_STATUS_SUCCESS &&
-      type == HSA_DEVICE_TYPE_GPU) {
-    *(hsa_agent_t*)data = agent;
-    return HSA_STATUS_INFO_BREAK;
-  }
-  return HSA_STATUS_SUCCESS;
-}
-
-static hsa_status_t find_vram(hsa_amd_memory_pool_t pool, void* data) {
-  (void)data;
-  uint32_t segment = 0, flags = 0;
-  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment);
-  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
-  if (segment == HSA_AMD_SEGMENT_GLOBAL && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED) &&
-      g_vram.handle == 0) {
-    g_vram = pool;
-  }
-  return HSA_STATUS_SUCCESS;
-}
-
-static bool find_device(void) {
-  hsa_iterate_agents(find_gpu, &g_gpu);
-  if (g_gpu.handle == 0) return false;
-  hsa_amd_agent_iterate_memory_pools(g_gpu, find_vram, NULL);
-  return g_vram.handle != 0;
-}
+static bool find_device(void) { return hc_find_gpu_pools(&g_gpu.handle, &g_vram.handle, NULL); }
 
 static amdgpu_dropin_hostcall_status_t enable_devmem(void* buffer) {
   uint64_t agent = g_gpu.handle;

@@ -148,6 +148,44 @@ void hc_hsa_init(void) {
   }
 }
 
+static hsa_status_t first_gpu(hsa_agent_t agent, void* data) {
+  hsa_device_type_t type;
+  if (hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) == HSA_STATUS_SUCCESS &&
+      type == HSA_DEVICE_TYPE_GPU) {
+    *(uint64_t*)data = agent.handle;
+    return HSA_STATUS_INFO_BREAK;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+typedef struct {
+  uint64_t vram;
+  uint64_t group;
+} gpu_pools_t;
+
+static hsa_status_t gpu_pools(hsa_amd_memory_pool_t pool, void* data) {
+  gpu_pools_t* found = data;
+  uint32_t segment = 0, flags = 0;
+  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment);
+  hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
+  if (segment == HSA_AMD_SEGMENT_GLOBAL && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED) &&
+      found->vram == 0) {
+    found->vram = pool.handle;
+  }
+  if (segment == HSA_AMD_SEGMENT_GROUP) found->group = pool.handle;
+  return HSA_STATUS_SUCCESS;
+}
+
+bool hc_find_gpu_pools(uint64_t* gpu, uint64_t* vram, uint64_t* group) {
+  *gpu = 0;
+  if (hsa_iterate_agents(first_gpu, gpu) != HSA_STATUS_INFO_BREAK || *gpu == 0) return false;
+  gpu_pools_t found = {0, 0};
+  hsa_amd_agent_iterate_memory_pools((hsa_agent_t){*gpu}, gpu_pools, &found);
+  *vram = found.vram;
+  if (group != NULL) *group = found.group;
+  return found.vram != 0 && (group == NULL || found.group != 0);
+}
+
 static hsa_sim_live_t live_objects(void) {
   hsa_sim_live_t live;
   memset(&live, 0, sizeof(live));

@@ -32,6 +32,11 @@ void hc_sleep_ms(uint32_t ms);
 /* hsa_init with the simulator's defaults; aborts the test on failure. */
 void hc_hsa_init(void);
 
+/* The first GPU agent and its first coarse-grained global pool (and, when
+ * `group` is not NULL, its GROUP-segment pool), as handles; false when one
+ * is missing. */
+bool hc_find_gpu_pools(uint64_t* gpu, uint64_t* vram, uint64_t* group);
+
 /* In hc_buffer.c (links the library): a zeroed, 4096-aligned buffer in the protocol HC_PROTOCOL names
  * ("phase-bit"; otherwise classic); a phase-bit one comes with its occupancy
  * bitmap and is attached to the device simulator. hc_enable / hc_disable

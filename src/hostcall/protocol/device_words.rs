@@ -7,7 +7,9 @@
 //! through an atomic view (`AtomicU64::from_ptr` / `AtomicU32::from_ptr`). A
 //! misbehaving device that writes a slot while we read it yields a garbage
 //! value, never undefined behaviour; on x86-64 and AArch64 a relaxed 64-bit
-//! access is an ordinary move.
+//! access is an ordinary move. One reader is not ours: a FUNCTION_CALL host
+//! function (C) reads its lane's 7 input words in place (`slot`), as
+//! upstream's does, while the wave waits for READY and writes nothing.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
