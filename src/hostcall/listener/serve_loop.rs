@@ -143,8 +143,11 @@ fn scan(
             }
             continue;
         }
-        let Some(Visit { served, start }) = serve_entry(listener, entry, role, &clock, expect_work, last_now)
-        else {
+        // The main listener serving a buffer of the helper's: only while the
+        // helper is stuck in a visit, checked again inside the gate.
+        let fallback = role == Role::Main && entry.class.on_helper();
+        let visit = serve_entry(listener, entry, role, &clock, expect_work, last_now, fallback);
+        let Some(Visit { served, start }) = visit else {
             continue;
         };
         let now = clock.now();
@@ -200,6 +203,12 @@ struct Visit {
 /// Detaches and serves one buffer's ready stack (if its gate lets us in and
 /// it holds work). `expect_work`: swap without peeking first. `start_hint`:
 /// when the visit starts, if the caller read the clock just before.
+/// `fallback`: the main listener visits a buffer of the helper's because the
+/// helper seemed stuck; inside the gate that is checked again, since the
+/// helper may have finished its visit meanwhile (the main listener may have
+/// lost its CPU in between), and the next request, maybe the slow one, is
+/// the helper's to serve.
+#[allow(clippy::too_many_arguments)]
 fn serve_entry(
     listener: &Listener,
     entry: &Entry,
@@ -207,6 +216,7 @@ fn serve_entry(
     clock: &impl Clock,
     expect_work: bool,
     start_hint: Option<u64>,
+    fallback: bool,
 ) -> Option<Visit> {
     // No peek at the ready stack before entering the gate: once disable has
     // closed the gate and seen it idle, the buffer may already be freed
@@ -215,6 +225,12 @@ fn serve_entry(
         return None;
     }
     let _inside = Inside::new(&entry.gate);
+    // The helper leaves its visit before it leaves the gate, so while this
+    // thread holds the gate the helper is not inside this buffer: if it is
+    // stuck, it is stuck in another one.
+    if fallback && !listener.helper_watch.stuck(clock.now()) {
+        return None;
+    }
     // Inside the gate, classic buffers: a relaxed peek (a shared read that
     // leaves the device's cache line alone) skips the clock reads of an empty
     // visit. A push it misses is seen by the next scan (there is one before
