@@ -145,9 +145,12 @@ fn scan(
         }
         // The main listener serving a buffer of the helper's: only while the
         // helper is stuck in a visit, checked again inside the gate.
-        let fallback = role == Role::Main && entry.class.on_helper();
-        let visit = serve_entry(listener, entry, role, &clock, expect_work, last_now, fallback);
-        let Some(Visit { served, start }) = visit else {
+        let plan = VisitPlan {
+            expect_work,
+            start_hint: last_now,
+            fallback: role == Role::Main && entry.class.on_helper(),
+        };
+        let Some(Visit { served, start }) = serve_entry(listener, entry, role, &clock, plan) else {
             continue;
         };
         let now = clock.now();
@@ -200,23 +203,29 @@ struct Visit {
     start: u64,
 }
 
+/// How `scan` asks `serve_entry` to visit a buffer.
+#[derive(Clone, Copy)]
+struct VisitPlan {
+    /// Swap without peeking first.
+    expect_work: bool,
+    /// When the visit starts, if the caller read the clock just before.
+    start_hint: Option<u64>,
+    /// The main listener visits a buffer of the helper's because the helper
+    /// seemed stuck; inside the gate that is checked again, since the helper
+    /// may have finished its visit meanwhile (the main listener may have lost
+    /// its CPU in between), and the next request, maybe the slow one, is the
+    /// helper's to serve.
+    fallback: bool,
+}
+
 /// Detaches and serves one buffer's ready stack (if its gate lets us in and
-/// it holds work). `expect_work`: swap without peeking first. `start_hint`:
-/// when the visit starts, if the caller read the clock just before.
-/// `fallback`: the main listener visits a buffer of the helper's because the
-/// helper seemed stuck; inside the gate that is checked again, since the
-/// helper may have finished its visit meanwhile (the main listener may have
-/// lost its CPU in between), and the next request, maybe the slow one, is
-/// the helper's to serve.
-#[allow(clippy::too_many_arguments)]
+/// it holds work), as `plan` says.
 fn serve_entry(
     listener: &Listener,
     entry: &Entry,
     role: Role,
     clock: &impl Clock,
-    expect_work: bool,
-    start_hint: Option<u64>,
-    fallback: bool,
+    plan: VisitPlan,
 ) -> Option<Visit> {
     // No peek at the ready stack before entering the gate: once disable has
     // closed the gate and seen it idle, the buffer may already be freed
@@ -228,7 +237,7 @@ fn serve_entry(
     // The helper leaves its visit before it leaves the gate, so while this
     // thread holds the gate the helper is not inside this buffer: if it is
     // stuck, it is stuck in another one.
-    if fallback && !listener.helper_watch.stuck(clock.now()) {
+    if plan.fallback && !listener.helper_watch.stuck(clock.now()) {
         return None;
     }
     // Inside the gate, classic buffers: a relaxed peek (a shared read that
@@ -237,11 +246,11 @@ fn serve_entry(
     // every block). A phase-bit buffer has no one word to peek at: its scan
     // reads the phase words, which the device writes only when it posts.
     if let Buffer::Classic(buffer) = &entry.buffer {
-        if !expect_work && buffer.ready_stack().load(Ordering::Relaxed) == 0 {
+        if !plan.expect_work && buffer.ready_stack().load(Ordering::Relaxed) == 0 {
             return None;
         }
     }
-    let start = start_hint.unwrap_or_else(|| clock.now());
+    let start = plan.start_hint.unwrap_or_else(|| clock.now());
     if role == Role::Helper {
         listener.helper_watch.visit_begins(start);
     }
