@@ -190,6 +190,8 @@ bool device_sim_phase_ring_throttled(void* buffer) {
   return false;
 }
 
+void device_sim_phase_ring(void* buffer) { device_sim_ring(device_sim_phase_prefix(buffer)->doorbell); }
+
 uint64_t device_sim_phase_rings(void) {
   /* Relaxed: statistics. */
   return atomic_load_explicit(&rings, memory_order_relaxed);
