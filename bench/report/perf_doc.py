@@ -5,24 +5,28 @@ Usage:
   perf_doc.py [--check] [--doc docs/performance.md] [--svg PATH] [RUN.json ...]
 
 Without RUN.json arguments it reads the runs listed in
-bench/results/perf_doc_runs.txt (one path a line, relative to the
-repository root), which is what the performance-doc test checks.
+bench/results/perf_doc_runs.txt (one a line, relative to the repository
+root; several files on one line are the sections of one run, joined), which
+is what the performance-doc test checks.
 
-Each RUN.json is one full hostcall_bench run (its "machine.host" label says
-which host it comes from); the first is the main column (the many-core
-host), the others follow. Writes the Markdown to --doc and the plot to
---svg; with --check, writes nothing and fails (exit 1) when either file
-differs from what it would write. Standard library only: the SVG is written
-directly, so no plotting package is needed.
+The first run is the main column (the many-core host), the others follow.
+Writes the Markdown to --doc and the plot to --svg; with --check, writes
+nothing and fails (exit 1) when either file differs from what it would
+write. The targets are computed here (targets.py), the tables in tables.py.
+Standard library only: the SVG is written directly.
 """
-import json
 import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runs as runs_mod  # noqa: E402
+import tables  # noqa: E402
+import targets as targets_mod  # noqa: E402
+from runs import index  # noqa: E402
+from tables import LISTENERS, fmt  # noqa: E402
+
 RUNS_LIST = "bench/results/perf_doc_runs.txt"
-LISTENERS = ["ours", "phasebit", "baseline", "classic2026", "phase2026", "floor-db", "floor-st"]
-REFERENCES = ["baseline", "classic2026", "phase2026", "floor-db", "floor-st"]
 DESCRIPTION = {
     "ours": "the product library, classic (ready-stack) buffers",
     "phasebit": "the product library, phase-bit buffers",
@@ -36,116 +40,9 @@ COLORS = {"ours": "#1f77b4", "phasebit": "#2ca02c", "baseline": "#c0392b", "clas
           "phase2026": "#ff7f0e", "floor-db": "#7f7f7f", "floor-st": "#bcbd22"}
 
 
-def fmt(v, digits=3):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}g}"
-
-
 def host_name(run):
     m = run["machine"]
     return f"{m.get('host', 'unnamed')} ({m['cpus_online']} CPUs, {m['arch']})"
-
-
-def index(run):
-    out = {}
-    for r in run["results"]:
-        if r["ok"]:
-            out[(r["kind"], r["waves"], r["buffers"], r["pace_us"], r["mode"])] = r
-    return out
-
-
-def configs(run, kinds):
-    seen = []
-    for r in run["results"]:
-        key = (r["kind"], r["waves"], r["buffers"], r["pace_us"])
-        if r["kind"] in kinds and key not in seen:
-            seen.append(key)
-    return seen
-
-
-def label(key):
-    kind, w, b, pace = key
-    return f"W={w} B={b}" + (f", paced {pace} µs" if kind == "device_paced" else "")
-
-
-def figures_table(run):
-    idx = index(run)
-    lines = ["| configuration | listener | rt/s | p50 µs | p99 µs | listener CPU µs per request |",
-             "|---|---|---|---|---|---|"]
-    for key in configs(run, {"device", "device_paced"}):
-        for mode in LISTENERS:
-            r = idx.get(key + (mode,))
-            if r is None:
-                continue
-            lines.append(f"| {label(key)} | {mode} | {fmt(r['round_trips_per_s'])} | {fmt(r['p50_us'])} "
-                         f"| {fmt(r['p99_us'])} | {fmt(r['listener_cpu_us_per_rt'])} |")
-    return lines
-
-
-def ratio_table(run):
-    idx = index(run)
-    head = "| configuration | listener | " + " | ".join(f"vs {m}: rt/s, p99, CPU" for m in REFERENCES) + " |"
-    lines = [head, "|---|---|" + "---|" * len(REFERENCES)]
-    for key in configs(run, {"device", "device_paced"}):
-        for mode in ("ours", "phasebit"):
-            r = idx.get(key + (mode,))
-            if r is None:
-                continue
-            cells = []
-            for ref in REFERENCES:
-                o = idx.get(key + (ref,))
-                if o is None:
-                    cells.append("-")
-                    continue
-                cells.append(f"{r['round_trips_per_s'] / o['round_trips_per_s']:.2f}× "
-                             f"{r['p99_us'] / o['p99_us']:.2f}× "
-                             f"{r['listener_cpu_us_per_rt'] / o['listener_cpu_us_per_rt']:.2f}×")
-            lines.append(f"| {label(key)} | {mode} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def other_sections(run):
-    out = []
-    wake = run.get("wakeup", [])
-    if wake:
-        out += ["**Bare wake-up** (one post per 1000 µs, poster on the device's CPU, sleeper on the "
-                "listener's): " + "; ".join(f"{w['kind']} p50 {fmt(w['p50_us'])} µs, p99 {fmt(w['p99_us'])} µs"
-                                             for w in wake) + ".", ""]
-    idle = run.get("idle", [])
-    if idle:
-        out += ["**Idle** (8 buffers, no traffic, listener CPU over 2 s): "
-                + ", ".join(f"{i['mode']} {fmt(i['listener_cpu_ms'] * 2.0 / i['seconds'])} ms" for i in idle)
-                + ".", ""]
-    lost = run.get("lost_rings", [])
-    if lost:
-        out += ["**Lost rings** (a request posted without a ring after an idle gap; wait in ms until "
-                "answered; > = not answered within the rescue time, then rung):", "",
-                "| listener | first lost ring, by gap | later lost rings, by gap | idle CPU per 2 s after them |",
-                "|---|---|---|---|"]
-        after = run.get("idle_after_lost_rings", {})
-        for mode in LISTENERS:
-            mine = [x for x in lost if x["mode"] == mode]
-            if not mine:
-                continue
-
-            def cells(which):
-                return ", ".join(f"{x['gap_ms']} ms: {'' if x['served'] else '>'}{fmt(x['wait_ms'])}"
-                                 for x in mine if x["which"] == which) or "-"
-            out.append(f"| {mode} | {cells('first')} | {cells('later')} | "
-                       f"{fmt(after.get(mode)) + ' ms' if mode in after else '-'} |")
-        out.append("")
-    return out
-
-
-def targets_table(run):
-    lines = ["| target | goal | measured | met |", "|---|---|---|---|"]
-    for t in run.get("targets", []):
-        lines.append(f"| {t['name']} | {t['target']}{t['unit']} | {fmt(t['value'])}{t['unit']} "
-                     f"({t['detail']}) | {'yes' if t['pass'] else '**no**'} |")
-    return lines
 
 
 def summary(runs):
@@ -157,10 +54,13 @@ def summary(runs):
             ("one wave: round trips/s ours / fastest floor", "device", 1, 1, 0, "rts", "floor"),
             ("paced 1 ms: CPU per request ours / 2019-20", "device_paced", 1, 1, 1000, "cpu", "baseline"),
             ("paced 200 µs: p99 ours / 2026 classic", "device_paced", 1, 1, 200, "p99", "classic2026"),
-            ("paced 1 ms: p99 ours, µs", "device_paced", 1, 1, 1000, "p99", None)]
+            ("paced 1 ms: p99 ours, µs", "device_paced", 1, 1, 1000, "p99", None),
+            ("heavy packets, one buffer: listener CPU ours / 2019-20", "device_heavy", 64, 1, 0, "pct",
+             "baseline")]
     head = "| figure | " + " | ".join(host_name(r) for r in runs) + " |"
     lines = [head, "|---|" + "---|" * len(runs)]
-    field = {"rts": "round_trips_per_s", "p99": "p99_us", "cpu": "listener_cpu_us_per_rt"}
+    field = {"rts": "round_trips_per_s", "p99": "p99_us", "cpu": "listener_cpu_us_per_rt",
+             "pct": "listener_cpu_pct"}
     for name, kind, w, b, pace, fig, ref in rows:
         cells = []
         for run in runs:
@@ -185,46 +85,50 @@ def summary(runs):
             i = [x for x in run.get("idle", []) if x["mode"] == key]
             cells.append(fmt(i[0]["listener_cpu_ms"] * 2.0 / i[0]["seconds"]) if i else "-")
         lines.append(f"| {run_name} | " + " | ".join(cells) + " |")
-    cells = []
-    for run in runs:
-        later = [x["wait_ms"] for x in run.get("lost_rings", []) if x["mode"] == "ours" and x["which"] == "later"]
-        cells.append(fmt(max(later)) if later else "-")
-    lines.append("| later lost rings: ours' worst wait, ms | " + " | ".join(cells) + " |")
-    cells = []
-    for run in runs:
-        t = run.get("targets", [])
-        cells.append(f"{sum(1 for x in t if x['pass'])} of {len(t)}")
-    lines.append("| targets met | " + " | ".join(cells) + " |")
+    for which in ("first", "later"):
+        cells = []
+        for run in runs:
+            waits = [x["wait_ms"] if x["served"] else math.inf for x in run.get("lost_rings", [])
+                     if x["mode"] == "ours" and x["which"] == which]
+            cells.append(fmt(max(waits)) if waits else "-")
+        lines.append(f"| {which} lost rings: ours' worst wait, ms | " + " | ".join(cells) + " |")
+    for group in ("item 2", "item 3"):
+        cells = []
+        for run in runs:
+            t = [x for x in targets_mod.compute(run) if x["group"] == group]
+            cells.append(f"{sum(1 for x in t if x['met'])} of {len(t)}")
+        lines.append(f"| issue 27 {group} targets met | " + " | ".join(cells) + " |")
     return lines
 
 
-def markdown(runs, paths, svg_rel):
+def markdown(runs, names, svg_rel):
     out = ["# Hostcall listener performance", "",
-           "Generated by `bench/perf_doc.py` from the benchmark's JSON files "
-           f"({', '.join('`' + p + '`' for p in paths)}); do not edit by hand. "
-           "`bench/README.md` says how the benchmark measures and what each change bought; "
-           "the `performance-doc` test checks that this file matches the JSON.", "",
+           "Generated by `bench/report/perf_doc.py` from the benchmark's JSON files "
+           f"({', '.join('`' + p + '`' for p in names)}); do not edit by hand. "
+           "`bench/README.md` says how the benchmark measures, what made it disagree with an outside "
+           "harness and what each change bought; the `performance-doc` test checks that this file "
+           "matches the JSON.", "",
            "All figures are medians of alternating rounds in the device model (one host thread plays "
-           "every wave), on the project's software HSA runtime, whose blocked wait behaves as ROCr's "
-           "(polls its first 200 µs, then sleeps whole milliseconds, 20 µs modelled interrupt latency). "
-           "The reference listeners are our own implementations of upstream strategies "
-           "(`bench/baseline/`):", ""]
+           "every wave, ringing as a GPU does), on the project's software HSA runtime, whose waits behave "
+           "as ROCr's (a blocked wait polls its first 200 µs without pause or yield, then sleeps in an "
+           "event wait counted in 250 Hz kernel ticks; 20 µs modelled interrupt latency). The reference "
+           "listeners are our own implementations of upstream strategies (`bench/baseline/`):", ""]
     out += [f"* **{m}**: {DESCRIPTION[m]}" for m in LISTENERS] + [""]
     out += ["## Summary", ""] + summary(runs) + [""]
     out += [f"![listener CPU per request against p99, one point per listener]({svg_rel})", ""]
-    for run, path in zip(runs, paths):
+    for run, name in zip(runs, names):
         m = run["machine"]
         pin = (f"main thread CPU {m.get('cpu_main')}, listener CPU {m.get('cpu_listener')}, helper CPU "
                f"{m.get('cpu_helper')}, device thread CPU {m.get('cpu_device')}"
                if m.get("cpu_listener", -1) >= 0 else "not pinned")
         if m.get("cpu_main", -1) < 0 and m.get("cpu_listener", -1) >= 0:
             pin = pin.replace("main thread CPU -1", "main thread unpinned")
+        med = f"; median of {run['median_of']} full runs" if run.get("median_of") else ""
         out += [f"## Host: {host_name(run)}", "",
-                f"From `{path}`; kernel {m['kernel']}; device-model pinning: {pin}.", "",
-                "### Every listener", ""] + figures_table(run) + [""]
-        out += ["### Ours against every reference (listener / reference)", ""] + ratio_table(run) + [""]
-        out += other_sections(run)
-        out += ["### Targets", ""] + targets_table(run) + [""]
+                f"From `{name}`{med}; processor {m.get('cpu_model', 'unknown')}; kernel {m['kernel']}; "
+                f"device-model pinning: {pin}.", ""]
+        out += tables.run_sections(run)
+        out += ["### Targets", ""] + tables.targets_table(targets_mod.compute(run)) + [""]
     return "\n".join(out)
 
 
@@ -296,18 +200,19 @@ def main(argv):
         else:
             paths.append(args[i])
             i += 1
-    if not paths:
+    lines = []
+    if paths:
+        lines = [[p] for p in paths]
+    else:
         with open(RUNS_LIST, encoding="utf-8") as f:
-            paths = [line.strip() for line in f if line.strip() and not line.startswith("#")]
-    if not paths:
+            lines = [line.split() for line in f if line.strip() and not line.startswith("#")]
+    if not lines:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    runs = []
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            runs.append(json.load(f))
+    runs = [runs_mod.join([runs_mod.load(p) for p in files]) for files in lines]
+    names = [" + ".join(files) for files in lines]
     svg_rel = os.path.relpath(svg_path, os.path.dirname(doc) or ".")
-    want = {doc: markdown(runs, paths, svg_rel) + "\n", svg_path: svg(runs)}
+    want = {doc: markdown(runs, names, svg_rel) + "\n", svg_path: svg(runs)}
     if check:
         stale = []
         for path, text in want.items():
@@ -319,7 +224,7 @@ def main(argv):
                 stale.append(path)
         if stale:
             print("perf_doc: out of date with the JSON: " + ", ".join(stale)
-                  + " (regenerate with bench/perf_doc.py)", file=sys.stderr)
+                  + " (regenerate with bench/report/perf_doc.py)", file=sys.stderr)
             return 1
         return 0
     for path, text in want.items():
