@@ -49,10 +49,14 @@ compile_error!(
 mod ffi;
 mod hsa;
 mod log;
+// Lock-free once-only values and lists: process-wide state that survives fork.
+mod race_once;
 // Crate-private macro, reachable as `crate::log!`.
 use log::log;
 mod status;
 mod sys;
+// Pause points and counters of the C suite's hook build (empty otherwise).
+mod test_hooks;
 
 #[cfg(feature = "iree-vmem")]
 mod vmem;

@@ -72,3 +72,15 @@
  it like any unknown id.
  */
 #define AMDGPU_DROPIN_HOSTCALL_TEST_PANIC_SERVICE 2119630849
+
+/*
+ Test hook pause point (hook build only, `src/test_hooks.rs`): inside the
+ process hooks installed once, at the first listener start.
+ */
+#define AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_PROCESS_HOOKS 1
+
+/*
+ Test hook pause point: inside the vmem half's first lookup of IREE's
+ status allocator.
+ */
+#define AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_STATUS_ALLOCATOR 2

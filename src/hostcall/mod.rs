@@ -48,7 +48,7 @@ mod process;
 #[cfg(not(loom))]
 mod registry;
 #[cfg(not(loom))]
-mod tunables;
+pub(crate) mod tunables;
 #[cfg(not(loom))]
 mod waiting;
 

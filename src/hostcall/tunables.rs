@@ -51,3 +51,11 @@ pub const SLOW_DEMOTE_AFTER_MS: u64 = 1000;
 /// it like any unknown id.
 #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))] // the header still carries it
 pub const TEST_PANIC_SERVICE: u32 = 0x7E57_0001;
+
+/// Test hook pause point (hook build only, `src/test_hooks.rs`): inside the
+/// process hooks installed once, at the first listener start.
+pub const TEST_PAUSE_PROCESS_HOOKS: u32 = 1;
+/// Test hook pause point: inside the vmem half's first lookup of IREE's
+/// status allocator.
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))] // the header still carries it
+pub const TEST_PAUSE_STATUS_ALLOCATOR: u32 = 2;
