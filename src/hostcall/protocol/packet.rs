@@ -4,9 +4,9 @@
 //!
 //! For a registered service the listener copies the active lanes' words out
 //! of device memory into this struct, lets the service answer in place, and
-//! copies the active lanes back before it clears READY. Inactive lanes are
-//! zero in the copy and are never written back, so a handler cannot touch a
-//! lane the wave did not use. The built-in services (FUNCTION_CALL, PRINTF)
+//! writes each active lane's two answer words (`slot[0..1]`) back before it
+//! clears READY. Inactive lanes are zero in the copy and are never written
+//! back, so a handler cannot touch a lane the wave did not use. The built-in services (FUNCTION_CALL, PRINTF)
 //! skip the copy and go lane by lane (`Packet::answer_lanes`,
 //! `Packet::serve_lanes`).
 
@@ -18,8 +18,9 @@ use super::payload::{ANSWER_WORDS, LANES, SLOT_WORDS};
 ///
 /// `slots[lane]` holds the 8 words lane `lane` wrote (lanes set in
 /// `activemask`; the others are zero). A service leaves each active lane's
-/// answer in `slots[lane][0..2]` (the device reads those two words);
-/// whatever it leaves in the other words is written back as well.
+/// answer in `slots[lane][0..2]`: only those two words of each active lane
+/// are written back to the device (the wave reads nothing else); what it
+/// leaves in the other words and in the header is dropped.
 #[repr(C)]
 pub struct amdgpu_dropin_hostcall_packet_t {
     /// The hostcall buffer the packet came from (the `enableHostcalls` key).
@@ -48,7 +49,7 @@ static_assertions::const_assert_eq!(core::mem::offset_of!(amdgpu_dropin_hostcall
 /// copy); the answer goes to `slot[0..2]`. Returns 0 when it answered; any
 /// other value makes the lane's answer `UINT64_MAX` in `slot[0]`.
 pub type amdgpu_dropin_hostcall_lane_fn = Option<
-    unsafe extern "C" fn(
+    unsafe extern "C-unwind" fn(
         user_data: *mut c_void,
         buffer: *mut c_void,
         service: u32,
@@ -60,8 +61,9 @@ pub type amdgpu_dropin_hostcall_lane_fn = Option<
 /// A per-packet handler: answers every active lane of `packet` in place.
 /// Returns 0 when it answered; any other value makes every active lane's
 /// answer `UINT64_MAX` in `slot[0]`.
-pub type amdgpu_dropin_hostcall_packet_fn =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, packet: *mut amdgpu_dropin_hostcall_packet_t) -> i32>;
+pub type amdgpu_dropin_hostcall_packet_fn = Option<
+    unsafe extern "C-unwind" fn(user_data: *mut c_void, packet: *mut amdgpu_dropin_hostcall_packet_t) -> i32,
+>;
 
 /// The Rust-side name.
 pub type HostPacket = amdgpu_dropin_hostcall_packet_t;
@@ -85,7 +87,7 @@ pub trait Packet {
         });
     }
     /// Runs `serve` on a host copy of the whole packet; the active lanes'
-    /// words are written back.
+    /// answer words (`slot[0..1]`) are written back.
     fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F);
 }
 
