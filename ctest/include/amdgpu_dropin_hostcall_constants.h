@@ -38,7 +38,7 @@
 /*
  Longest process exit waits for listener threads to leave their loop (ms);
  a thread still inside the HSA doorbell wait then (no ring could reach it)
- is waited for up to `IDLE_WAIT_MAX_MS` more.
+ is waited for up to `IDLE_WAIT_MAX_MS + EXIT_TIMEOUT_MS` more.
  */
 #define AMDGPU_DROPIN_HOSTCALL_EXIT_TIMEOUT_MS 250
 

@@ -11,8 +11,9 @@ use super::gate::Gate;
 use crate::log::Level;
 
 /// Listener threads inside the HSA doorbell wait right now. Process exit
-/// waits for it to drop to 0 (bounded by `tunables::IDLE_WAIT_MAX_MS`) when no ring could
-/// reach them, so no listener is inside the HSA runtime during its teardown.
+/// waits for it to drop to 0 (bounded by `IDLE_WAIT_MAX_MS + EXIT_TIMEOUT_MS`,
+/// see `tunables`) when no ring could reach them, so no listener is inside
+/// the HSA runtime during its teardown. Zeroed in a forked child.
 pub static IN_DOORBELL_WAIT: AtomicUsize = AtomicUsize::new(0);
 
 /// The process is exiting (or the library is being unloaded): set by the
