@@ -99,6 +99,34 @@ static void test_exit_after_fork_in_idle_wait(void) {
 static uint32_t g_point;
 static bool point_reached(void) { return amdgpu_dropin_test_pause_reached(g_point); }
 
+/* Arms pause point `point`, runs `held(arg)` on a thread until it waits
+ * there, forks a child running `in_child` (which must exit 0), releases the
+ * thread and joins it. Returns the failures counted (and said on stderr);
+ * `*held_result` is what `held` returned. */
+static int fork_while_held(uint32_t point, const char* where, void* (*held)(void*), void* arg,
+                           hc_child_fn in_child, void** held_result) {
+  g_point = point;
+  amdgpu_dropin_test_pause_arm(point);
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, held, arg) != 0) return 1;
+  if (!wait_for(point_reached)) {
+    fprintf(stderr, "never reached %s\n", where);
+    amdgpu_dropin_test_pause_release(point);
+    pthread_join(thread, held_result);
+    return 1;
+  }
+  hc_child_result_t r;
+  bool forked = hc_fork_child(in_child, CHILD_DEADLINE_MS, &r);
+  amdgpu_dropin_test_pause_release(point);
+  pthread_join(thread, held_result);
+  if (!forked || !(r.exited && r.exit_code == 0)) {
+    fprintf(stderr, "forked while a thread was held in %s: child %s\n", where,
+            forked ? hc_child_describe(&r) : "not started");
+    return 1;
+  }
+  return 0;
+}
+
 /* The child of a fork while the first enable's thread is held in the process
  * hooks: a fresh buffer is served and the process exits normally. */
 static int grandchild_enables(void) {
@@ -120,26 +148,10 @@ static void* first_enable(void* buffer) { return (void*)(uintptr_t)enableHostcal
 
 static int child_fork_in_process_hooks(void) {
   hc_hsa_init();
-  g_point = AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_PROCESS_HOOKS;
-  amdgpu_dropin_test_pause_arm(g_point);
   void* buffer = hc_alloc_buffer(4);
-  pthread_t thread;
-  if (pthread_create(&thread, NULL, first_enable, buffer) != 0) return 2;
-  if (!wait_for(point_reached)) {
-    fprintf(stderr, "the first enable never reached the process hooks\n");
-    return 3;
-  }
-  hc_child_result_t r;
-  bool forked = hc_fork_child(grandchild_enables, CHILD_DEADLINE_MS, &r);
-  amdgpu_dropin_test_pause_release(g_point);
   void* enabled = NULL;
-  pthread_join(thread, &enabled);
-  int failures = 0;
-  if (!forked || !(r.exited && r.exit_code == 0)) {
-    fprintf(stderr, "forked while the first enable was in the process hooks: child %s\n",
-            forked ? hc_child_describe(&r) : "not started");
-    failures++;
-  }
+  int failures = fork_while_held(AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_PROCESS_HOOKS, "the process hooks",
+                                 first_enable, buffer, grandchild_enables, &enabled);
   if (!enabled || call_ok(buffer, 1) != 0) {
     fprintf(stderr, "the held first enable did not finish well\n");
     failures++;
@@ -178,25 +190,9 @@ static int grandchild_vmem_status(void) {
 }
 
 static int child_fork_in_status_allocator(void) {
-  g_point = AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_STATUS_ALLOCATOR;
-  amdgpu_dropin_test_pause_arm(g_point);
-  pthread_t thread;
-  if (pthread_create(&thread, NULL, first_status, NULL) != 0) return 2;
-  if (!wait_for(point_reached)) {
-    fprintf(stderr, "the first status never reached the allocator lookup\n");
-    return 3;
-  }
-  hc_child_result_t r;
-  bool forked = hc_fork_child(grandchild_vmem_status, CHILD_DEADLINE_MS, &r);
-  amdgpu_dropin_test_pause_release(g_point);
   void* code = NULL;
-  pthread_join(thread, &code);
-  int failures = 0;
-  if (!forked || !(r.exited && r.exit_code == 0)) {
-    fprintf(stderr, "forked during the status allocator lookup: child %s\n",
-            forked ? hc_child_describe(&r) : "not started");
-    failures++;
-  }
+  int failures = fork_while_held(AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_STATUS_ALLOCATOR,
+                                 "the status allocator lookup", first_status, NULL, grandchild_vmem_status, &code);
   if ((uintptr_t)code != IREE_STATUS_INVALID_ARGUMENT) {
     fprintf(stderr, "the held call returned code %lu\n", (unsigned long)(uintptr_t)code);
     failures++;
