@@ -141,6 +141,7 @@ static int grandchild_enables(void) {
     return 3;
   }
   disableHostcalls(fresh, NULL);
+  hc_free_buffer(fresh);
   return 0;
 }
 
@@ -157,6 +158,7 @@ static int child_fork_in_process_hooks(void) {
     failures++;
   }
   disableHostcalls(buffer, NULL);
+  hc_free_buffer(buffer);
   return failures ? 1 : 0;
 }
 
