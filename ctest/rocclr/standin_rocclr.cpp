@@ -120,25 +120,28 @@ size_t log_count(const char* needle) {
   return count;
 }
 
-void violation(const char* format, ...) {
+namespace {
+void report(const char* kind, const char* format, va_list args) {
   char text[512];
+  vsnprintf(text, sizeof(text), format, args);
+  fprintf(stderr, "STAND-IN ROCCLR VIOLATION%s: %s\n", kind, text);
+  fflush(stderr);
+}
+}  // namespace
+
+void violation(const char* format, ...) {
   va_list args;
   va_start(args, format);
-  vsnprintf(text, sizeof(text), format, args);
+  report("", format, args);
   va_end(args);
-  fprintf(stderr, "STAND-IN ROCCLR VIOLATION: %s\n", text);
-  fflush(stderr);
   violation_count.fetch_add(1);
 }
 
 void fatal(const char* format, ...) {
-  char text[512];
   va_list args;
   va_start(args, format);
-  vsnprintf(text, sizeof(text), format, args);
+  report(" (ROCclr would crash, hang or assert here)", format, args);
   va_end(args);
-  fprintf(stderr, "STAND-IN ROCCLR VIOLATION (ROCclr would crash, hang or assert here): %s\n", text);
-  fflush(stderr);
   std::abort();
 }
 

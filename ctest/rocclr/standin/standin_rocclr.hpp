@@ -201,21 +201,8 @@ class Monitor {
   const bool recursive_;
 };
 
-class ScopedLock {
- public:
-  ScopedLock(Monitor& lock) : lock_(&lock) { lock_->lock(); }
-  ScopedLock(Monitor* lock) : lock_(lock) {
-    if (lock_ != nullptr) lock_->lock();
-  }
-  ~ScopedLock() {
-    if (lock_ != nullptr) lock_->unlock();
-  }
-  ScopedLock(const ScopedLock&) = delete;
-  ScopedLock& operator=(const ScopedLock&) = delete;
-
- private:
-  Monitor* lock_;
-};
+// What ScopedLock takes: the Monitor itself.
+using ScopedLockable = Monitor;
 #else
 class MonitorBase {
  public:
@@ -252,10 +239,14 @@ class RecursiveMonitor : public MonitorBase {
   std::recursive_mutex mutex_;
 };
 
+// What ScopedLock takes: any MonitorBase.
+using ScopedLockable = MonitorBase;
+#endif
+
 class ScopedLock {
  public:
-  ScopedLock(MonitorBase& lock) : lock_(&lock) { lock_->lock(); }
-  ScopedLock(MonitorBase* lock) : lock_(lock) {
+  ScopedLock(ScopedLockable& lock) : lock_(&lock) { lock_->lock(); }
+  ScopedLock(ScopedLockable* lock) : lock_(lock) {
     if (lock_ != nullptr) lock_->lock();
   }
   ~ScopedLock() {
@@ -265,9 +256,8 @@ class ScopedLock {
   ScopedLock& operator=(const ScopedLock&) = delete;
 
  private:
-  MonitorBase* lock_;
+  ScopedLockable* lock_;
 };
-#endif
 
 // ---- Reference counting (platform/object.hpp) -----------------------------
 
