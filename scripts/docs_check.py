@@ -74,11 +74,14 @@ UPSTREAM_PATHS = (
     "iree/base/", "third_party/", "ockl/", "src/ockl", "oclc/", "device/devhostcall", "device/devsanitizer",
     "device/device", "device/rocm/", "platform/", "thread/", "utils/", "hsa/", "amd_comgr/",
     "libhsakmt", "runtime/hsa-runtime/", "rocr-runtime", "clr/", "inc/amd_comgr",
-    "projects/clr", "runtime/src", "device/devrpc.cpp",
+    "projects/clr", "runtime/src", "device/devrpc.cpp", "os/",
 )
 # Files of upstream projects and of other builds, named by their bare name.
 UPSTREAM_FILES = {"vmem.c", "rochostcall.cpp", "libhsa.c", "libamdhip64.so", "libiree_runtime_unified.a",
-                  "devrpc.cpp", "devhostcall.cpp", "BUILD.bazel", "hostcall_impl.cl"}
+                  "devrpc.cpp", "devhostcall.cpp", "BUILD.bazel", "hostcall_impl.cl",
+                  # ROCclr's own sources (the adapter is checked against them by hand)
+                  "thread.cpp", "semaphore.cpp", "os_posix.cpp", "alloc.cpp", "debug.cpp", "context.cpp",
+                  "memory.cpp"}
 # What the build makes (cmake/library_names.cmake, cmake/*.pc.in, bench/CMakeLists.txt).
 ARTEFACTS = {"libamdgpu_dropin.a", "libamdgpu_dropin.so", "amdgpu_dropin.pc", "amdgpu_dropin-iree-vmem.pc",
              "libhostcall_baseline.so"}
@@ -90,6 +93,7 @@ UPSTREAM_NAMES = {
     "iree_runtime_unified",                                # IREE's runtime target
     "libhsa_test", "topology_test", "vmem_test",           # IREE's own tests
     "dev.context",                                         # ROCclr's Device member
+    "WITH_HSA_DEVICE",                                     # ROCclr's build macro
 }
 # C++ and Rust namespaces that are not this crate's modules: upstream C++
 # (ROCclr's amd::, roc::, ROCr's classes), std's types, and this project's
@@ -280,6 +284,11 @@ class Tree:
         text = self.code.get(os.path.join(folder, "CMakeLists.txt"), "")
         return re.search(r"add_(?:executable|library)\(\s*" + re.escape(name) + r"\b", text) is not None
 
+    def cxx_text(self):
+        if not hasattr(self, "_cxx"):
+            self._cxx = "\n".join(t for rel, t in self.code.items() if rel.endswith((".c", ".h", ".cpp", ".hpp")))
+        return self._cxx
+
     def occurs(self, text):
         return any(text in code for code in self.code.values())
 
@@ -439,6 +448,13 @@ def check_path(tree, where, span, doc=""):
                        f"include folder): {candidate}")
 
 
+def cxx_names(tree, parts):
+    """Whether every part occurs as a word of the C/C++ code (the ROCclr
+    stand-ins and the adapter model ROCclr's classes)."""
+    text = tree.cxx_text()
+    return all(re.search(r"\b" + re.escape(p) + r"\b", text) for p in parts)
+
+
 def check_rust_item(tree, where, span):
     parts = span.rstrip("()").split("::")
     if parts[0] in {"std", "core", "alloc", "libc", "loom", "spin", "cbindgen", "static_assertions"}:
@@ -468,14 +484,16 @@ def check_rust_item(tree, where, span):
     else:
         files = tree.defining_files(owner)
         if not files:
-            problem(where, f"names a Rust module or type that does not exist: {owner} (in {span})")
+            if not cxx_names(tree, parts):
+                problem(where, f"names a Rust module or type that does not exist: {owner} (in {span})")
             return
     if not any(tree.defines(rel, item) for rel in files):
         # A module path may name a whole module (a test filter): module/item.rs.
         if tree.module_files(item) and any(f.endswith("/" + owner + "/mod.rs") or f.endswith("/" + owner + ".rs")
                                            for f in files):
             return
-        problem(where, f"names {item}, which {', '.join(files)} does not define (in {span})")
+        if not cxx_names(tree, parts):
+            problem(where, f"names {item}, which {', '.join(files)} does not define (in {span})")
 
 
 def check_name(tree, where, span, doc=""):
