@@ -215,6 +215,10 @@ int main(int argc, char** argv) {
       {NULL, NULL},
   };
   hc_child_main(argc, argv, cases);
+#if defined(__SANITIZE_THREAD__)
+  printf("skipped: ThreadSanitizer cannot follow the threads a child of a multi-threaded fork starts\n");
+  return 77;
+#endif
   atexit(report_exit_waits_at_exit);
   hc_hsa_init();
   HC_RUN(test_exit_after_fork_in_idle_wait);
