@@ -12,8 +12,9 @@
 //! memory is met, in about twenty files: the exports (`ffi/`), libc (`sys`),
 //! HSA calls (`hsa`, `vmem/`, `hostcall/listener/doorbell.rs`, DEVMEM),
 //! device-shared memory (`hostcall/protocol/`, all of it through
-//! `protocol/device_words.rs`), the printf formatter's `snprintf`, and calls
-//! of C handlers and host functions (`hostcall/services/`). Every block
+//! `protocol/device_words.rs`), the printf formatter's `snprintf`, calls
+//! of C handlers and host functions (`hostcall/services/`), and the leaked
+//! lock-free once-only values (`race_once`). Every block
 //! carries a `// SAFETY:` comment (clippy enforces it).
 //!
 //! # Panic policy
