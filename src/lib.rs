@@ -60,21 +60,19 @@ mod vmem;
 #[cfg(feature = "rocclr-hostcall")]
 mod hostcall;
 
-/// Internals that the loom models (`tests/loom_*.rs`), the printf tests and
-/// the fuzz harness (`fuzz/`) drive directly. Not a stable API: anything here
-/// may change or go in any release; use the C headers.
+/// Internals that the loom models (`tests/loom_*.rs`), the printf tests, the
+/// fuzz harness (`fuzz/`) and the Rust benchmarks (`bench/`) drive directly.
+/// Not a stable API: anything here may change or go in any release; use the
+/// C headers.
 #[doc(hidden)]
 #[cfg(feature = "rocclr-hostcall")]
 pub mod unstable {
+    pub use crate::hostcall::gate::Gate;
+    pub use crate::hostcall::listener::helper_bell::HelperBell;
+    pub use crate::hostcall::protocol::{
+        classic, packet, phase_bit, Buffer, ByLane, PacketServer, VisitStats,
+    };
+    pub use crate::hostcall::services::call_gate::CallGate;
     #[cfg(not(loom))]
     pub use crate::hostcall::services::printf;
-
-    #[cfg(loom)]
-    pub use crate::hostcall::gate::Gate;
-    #[cfg(loom)]
-    pub use crate::hostcall::listener::helper_bell::HelperBell;
-    #[cfg(loom)]
-    pub use crate::hostcall::protocol::{classic, packet, phase_bit};
-    #[cfg(loom)]
-    pub use crate::hostcall::services::call_gate::CallGate;
 }

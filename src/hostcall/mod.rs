@@ -41,12 +41,15 @@ pub mod listener {
     pub mod helper_bell;
 }
 #[cfg(not(loom))]
-mod listener;
+#[doc(hidden)]
+pub mod listener;
 
 #[cfg(not(loom))]
 mod process;
 #[cfg(not(loom))]
 mod registry;
+#[cfg(not(loom))]
+mod test_hooks;
 #[cfg(not(loom))]
 mod tunables;
 #[cfg(not(loom))]

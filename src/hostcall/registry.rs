@@ -72,7 +72,6 @@ use std::time::{Duration, Instant};
 use super::gate::Gate;
 use super::listener::{self, Entry, Listener, SignalApi};
 use super::process::{self, ForkLocal, EXITING, IN_DOORBELL_WAIT, LIVE_THREADS};
-use super::protocol::phase_bit::layout as phase_layout;
 use super::protocol::Buffer;
 pub use super::protocol::Protocol;
 use crate::log::Level;
@@ -208,10 +207,11 @@ fn lock(state: &State) -> std::sync::MutexGuard<'_, Control> {
 /// As `enable_with`.
 pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) -> Result<(), EnableError> {
     // SAFETY: forwarded contract.
-    unsafe { enable_with(buffer, packets, queue, Protocol::Classic) }
+    unsafe { enable_with(buffer, packets, queue, Protocol::Classic, 0) }
 }
 
-/// Registers `buffer` (initializing it for `protocol`) and starts the
+/// Registers `buffer` (initializing it for `protocol`, with the occupancy
+/// bitmap at `occupied` for phase-bit, 0 for classic) and starts the
 /// listener if needed.
 ///
 /// # Safety
@@ -223,6 +223,7 @@ pub unsafe fn enable_with(
     packets: u32,
     queue: *const c_void,
     protocol: Protocol,
+    occupied: usize,
 ) -> Result<(), EnableError> {
     let base = NonNull::new(buffer.cast::<u8>()).ok_or(EnableError::NullBuffer)?;
     let key = base.as_ptr() as usize;
@@ -234,14 +235,8 @@ pub unsafe fn enable_with(
     }
     let size = protocol.buffer_size(packets);
     let end = key.checked_add(size).ok_or(EnableError::AddressRange)?;
-    if let Protocol::PhaseBit { occupied } = protocol {
-        // The bitmap must lie outside the buffer: waves set its bits while
-        // the host reads and writes the buffer.
-        let bitmap_end = occupied.checked_add(phase_layout::occupancy_words(packets) * 4);
-        let inside = bitmap_end.is_some_and(|bitmap_end| occupied < end && key < bitmap_end);
-        if occupied == 0 || occupied % core::mem::align_of::<u32>() != 0 || bitmap_end.is_none() || inside {
-            return Err(EnableError::BadOccupancy(occupied));
-        }
+    if !protocol.accepts_occupancy(occupied, packets, key..end) {
+        return Err(EnableError::BadOccupancy(occupied));
     }
     // Relaxed: checked again under the lock below; a hint here.
     if EXITING.load(Ordering::Relaxed) {
@@ -287,7 +282,8 @@ pub unsafe fn enable_with(
     let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").listener);
     // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
     // contract covers validity and exclusive protocol access until disable.
-    let entry_buffer = unsafe { Buffer::initialize(protocol, base, packets, shared.doorbell_handle()) };
+    let entry_buffer =
+        unsafe { Buffer::initialize(protocol, base, packets, shared.doorbell_handle(), occupied) };
     let protocol_name = protocol.name();
     control.entries.push(Arc::new(Entry::new(key, entry_buffer, queue as usize)));
     shared.publish(&control.entries);

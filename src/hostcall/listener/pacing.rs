@@ -1,5 +1,14 @@
-//! When the listener keeps polling and when it blocks: the adaptive poll
-//! window.
+//! The pace of a listener thread, four small policies, each pure (the caller
+//! passes the times, in nanoseconds on any monotonic clock, so the decisions
+//! are unit-tested with made-up clocks):
+//!
+//! * `PollWindow`    — whether to keep polling after work, or block;
+//! * `YieldPacer`    — how often a polling thread yields its CPU;
+//! * `DoorbellQuiet` — how long the doorbell must be still before blocking
+//!   when a device may post without ringing;
+//! * `IdleTimeout`   — how long a blocked wait lasts before the next look.
+//!
+//! # The poll window
 //!
 //! A blocked doorbell wait costs a wake-up: on a GPU the ring reaches a
 //! blocked listener through an interrupt, tens of microseconds later, and the
@@ -24,9 +33,6 @@
 //!
 //! How long a blocked wait may last before the thread rescans (`IdleTimeout`)
 //! grows while nothing happens, so an idle listener wakes rarely.
-//!
-//! Pure logic: the caller passes the times (nanoseconds on any monotonic
-//! clock), so the decisions are unit-tested with made-up clocks.
 
 use std::time::Duration;
 
@@ -173,18 +179,14 @@ impl YieldPacer {
     }
 }
 
-/// How long the doorbell must stay still before a thread may block while a
-/// phase-bit buffer is enabled: twice the device's ring throttle (1000 ticks
-/// of its 100 MHz counter, 10 µs). A phase-bit wave that posts within the
-/// throttle after another wave's ring does not ring itself; any such post
-/// comes at most one throttle after a ring the thread has seen move the
-/// value, so it is found by the polling this rule keeps up.
-pub const PHASE_BIT_QUIET_NS: u64 =
-    2 * crate::hostcall::protocol::phase_bit::layout::DOORBELL_THROTTLE_TICKS * 1_000_000_000
-        / DEVICE_COUNTER_HZ;
-
-/// The device's steady counter frequency the throttle is counted in.
-const DEVICE_COUNTER_HZ: u64 = 100_000_000;
+/// How long the doorbell must stay still before a thread may block, when a
+/// buffer's device may post without ringing for `unrung_post_window_ns`
+/// after another post's ring (`Buffer::unrung_post_window_ns`): twice that.
+/// Any such post comes at most one window after a ring the thread has seen
+/// move the value, so it is found by the polling this rule keeps up.
+pub const fn quiet_ns(unrung_post_window_ns: u64) -> u64 {
+    2 * unrung_post_window_ns
+}
 
 /// Tracks how long the doorbell value has been unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,13 +209,13 @@ impl DoorbellQuiet {
     }
 
     /// Records the doorbell value seen at `now_ns`; true once it has not
-    /// moved for `PHASE_BIT_QUIET_NS` (a first look counts as a move).
-    pub fn settled(&mut self, value: i64, now_ns: u64) -> bool {
+    /// moved for `quiet_ns(unrung_post_window_ns)` (a first look counts as a move).
+    pub fn settled(&mut self, value: i64, now_ns: u64, unrung_post_window_ns: u64) -> bool {
         if self.value != Some(value) {
             self.value = Some(value);
             self.since_ns = now_ns;
         }
-        now_ns.saturating_sub(self.since_ns) >= PHASE_BIT_QUIET_NS
+        now_ns.saturating_sub(self.since_ns) >= quiet_ns(unrung_post_window_ns)
     }
 }
 
@@ -544,17 +546,20 @@ mod tests {
 
     #[test]
     fn doorbell_quiet_waits_for_a_still_value() {
-        assert_eq!(PHASE_BIT_QUIET_NS, 20_000);
+        // A phase-bit buffer's window (its device's ring throttle, 10 µs).
+        const WINDOW: u64 = 10_000;
+        let quiet_for = quiet_ns(WINDOW);
+        assert_eq!(quiet_for, 20_000);
         let mut quiet = DoorbellQuiet::new();
         // First look: a move.
-        assert!(!quiet.settled(5, 1_000_000));
-        assert!(!quiet.settled(5, 1_000_000 + PHASE_BIT_QUIET_NS - 1));
-        assert!(quiet.settled(5, 1_000_000 + PHASE_BIT_QUIET_NS));
+        assert!(!quiet.settled(5, 1_000_000, WINDOW));
+        assert!(!quiet.settled(5, 1_000_000 + quiet_for - 1, WINDOW));
+        assert!(quiet.settled(5, 1_000_000 + quiet_for, WINDOW));
         // A ring restarts the count from when it was seen.
-        assert!(!quiet.settled(6, 2_000_000));
-        assert!(!quiet.settled(6, 2_010_000));
-        assert!(quiet.settled(6, 2_020_000));
+        assert!(!quiet.settled(6, 2_000_000, WINDOW));
+        assert!(!quiet.settled(6, 2_010_000, WINDOW));
+        assert!(quiet.settled(6, 2_020_000, WINDOW));
         // A value going back (a wrap, or a reset) is a move too.
-        assert!(!quiet.settled(5, 3_000_000));
+        assert!(!quiet.settled(5, 3_000_000, WINDOW));
     }
 }
