@@ -284,3 +284,40 @@ pub(super) fn run_loop(
     }
     helper.handle
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hostcall::protocol::{Buffer, Protocol};
+
+    #[test]
+    fn a_helper_that_cannot_start_takes_every_buffer_back_for_good() {
+        let mut memory = vec![0u64; Protocol::Classic.buffer_size(2) / 8];
+        let base = core::ptr::NonNull::new(memory.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: 8-aligned, large enough, outlives the entry.
+        let buffer = unsafe { Buffer::initialize(Protocol::Classic, base, 2, 0, 0) };
+        let entry = Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0));
+        for _ in 0..crate::hostcall::tunables::SLOW_STREAK {
+            entry.class.record_visit(Role::Main, true, 1, 1_000_000_000, 1);
+        }
+        assert!(entry.class.on_helper());
+        let mut starts = 0;
+        let mut slot = HelperSlot {
+            handle: None,
+            may_hand_off: true,
+            start: || {
+                starts += 1;
+                None
+            },
+        };
+        let snapshot = [Arc::clone(&entry)];
+        slot.ensure(&ScanResult::default(), &snapshot);
+        assert!(slot.may_hand_off, "no buffer went slow: nothing to start");
+        slot.ensure(&ScanResult { found_slow: true, ..ScanResult::default() }, &snapshot);
+        assert!(!slot.may_hand_off && slot.handle.is_none());
+        assert!(!entry.class.on_helper(), "back on the main listener");
+        drop(slot);
+        assert_eq!(starts, 1);
+        drop(memory);
+    }
+}

@@ -228,3 +228,162 @@ fn visit_entry(
     }
     (stats.served > 0).then_some(Visit { served: stats.served, start })
 }
+
+#[cfg(test)]
+mod tests {
+    use core::cell::Cell;
+    use core::ptr::NonNull;
+
+    use super::*;
+    use crate::hostcall::listener::classifier::Nanos;
+    use crate::hostcall::protocol::classic::serve::device;
+    use crate::hostcall::protocol::{Buffer, Protocol};
+
+    const MS: Nanos = 1_000_000;
+
+    struct FakeClock(Cell<Nanos>);
+
+    impl Clock for FakeClock {
+        fn now(&self) -> Nanos {
+            self.0.get()
+        }
+    }
+
+    /// A classic buffer of `packets` packets in host memory, registered as an entry.
+    struct TestEntry {
+        _memory: Vec<u64>,
+        entry: Arc<Entry>,
+    }
+
+    fn classic_entry(packets: u32) -> TestEntry {
+        let mut memory = vec![0u64; Protocol::Classic.buffer_size(packets) / 8];
+        let base = NonNull::new(memory.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: `memory` is 8-aligned, large enough and outlives the entry
+        // (both in TestEntry; the Vec's heap block does not move).
+        let buffer = unsafe { Buffer::initialize(Protocol::Classic, base, packets, 0, 0) };
+        TestEntry { entry: Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0)), _memory: memory }
+    }
+
+    fn classic(entry: &Entry) -> &crate::hostcall::protocol::classic::buffer::DeviceBuffer {
+        match &entry.buffer {
+            Buffer::Classic(buffer) => buffer,
+            Buffer::PhaseBit { .. } => unreachable!("a classic entry"),
+        }
+    }
+
+    /// Posts one one-lane request; returns its tagged pointer.
+    fn post(entry: &Entry) -> u64 {
+        let buffer = classic(entry);
+        let ptr = device::pop_free(buffer).expect("a free packet");
+        device::fill(buffer, ptr, 1, 1, &[[0u64; 8]; 64]);
+        device::push_ready(buffer, ptr);
+        ptr
+    }
+
+    /// Moves `entry` to the helper, as slow visits of the main listener do.
+    fn put_on_helper(entry: &Entry, now: Nanos) {
+        for _ in 0..SLOW_STREAK - 1 {
+            entry.class.record_visit(Role::Main, true, 1, 10 * MS, now);
+        }
+        assert_eq!(entry.class.record_visit(Role::Main, true, 1, 10 * MS, now), Transition::ToHelper);
+        assert!(entry.class.on_helper());
+    }
+
+    fn crew<'a>(
+        watch: &'a HelperWatch,
+        bell: &'a HelperBell,
+        services: &'a Services,
+        hooks: &'a TestHooks,
+    ) -> Crew<'a> {
+        Crew { watch, bell, services, hooks }
+    }
+
+    #[test]
+    fn a_scan_serves_its_buffers_and_an_empty_one_finds_nothing() {
+        let t = classic_entry(4);
+        let (watch, bell, services, hooks) =
+            (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
+        let clock = FakeClock(Cell::new(5 * MS));
+        let snapshot = [Arc::clone(&t.entry)];
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        assert_eq!(found, ScanResult::default(), "nothing posted: no work");
+        let ptr = post(&t.entry);
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        assert_eq!(found, ScanResult { worked_at: Some(5 * MS), served: 1, found_slow: false });
+        assert!(device::is_served(classic(&t.entry), ptr));
+    }
+
+    #[test]
+    fn a_closed_gate_keeps_the_scan_out() {
+        let t = classic_entry(4);
+        let (watch, bell, services, hooks) =
+            (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
+        let clock = FakeClock(Cell::new(MS));
+        let ptr = post(&t.entry);
+        t.entry.gate.close();
+        let snapshot = [Arc::clone(&t.entry)];
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, true, None, &clock);
+        assert_eq!(found.served, 0);
+        assert!(!device::is_served(classic(&t.entry), ptr), "a disabled buffer is never touched");
+    }
+
+    /// The main listener visits a buffer of the helper's only while the
+    /// helper is stuck, and checks that again inside the gate: a helper that
+    /// finished its visit between the main listener's decision and the gate
+    /// (the main listener lost its CPU there) keeps the request, which may be
+    /// the slow one the main listener must not block in.
+    #[test]
+    fn a_fallback_visit_checks_inside_the_gate_that_the_helper_is_still_stuck() {
+        let t = classic_entry(4);
+        let clock = FakeClock(Cell::new(100 * MS));
+        put_on_helper(&t.entry, clock.now());
+        let watch = Arc::new(HelperWatch::new());
+        let (bell, services) = (HelperBell::new(), Services::new());
+        let snapshot = [Arc::clone(&t.entry)];
+
+        // The helper is stuck in a visit (of another buffer) ...
+        watch.visit_begins(clock.now());
+        clock.0.set(clock.now() + 10 * MS);
+        assert!(watch.stuck(clock.now()));
+        // ... and finishes it while the main listener is between its
+        // decision and the gate.
+        let finishing = Arc::clone(&watch);
+        let hooks = TestHooks {
+            before_fallback_gate: Some(Box::new(move || finishing.visit_ends())),
+            ..TestHooks::new()
+        };
+        let ptr = post(&t.entry);
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        assert_eq!(found.served, 0, "the request is left to the helper");
+        assert!(!device::is_served(classic(&t.entry), ptr));
+
+        // A helper that stays stuck: the main listener serves the buffer.
+        watch.visit_begins(clock.now());
+        clock.0.set(clock.now() + 10 * MS);
+        let hooks = TestHooks::new();
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        assert_eq!(found.served, 1);
+        assert!(device::is_served(classic(&t.entry), ptr));
+    }
+
+    #[test]
+    fn the_helpers_visit_is_watched_from_begin_to_end() {
+        let t = classic_entry(4);
+        let (watch, bell, services, hooks) =
+            (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
+        let clock = FakeClock(Cell::new(100 * MS));
+        put_on_helper(&t.entry, clock.now());
+        post(&t.entry);
+        let snapshot = [Arc::clone(&t.entry)];
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Helper, false, false, None, &clock);
+        assert_eq!(found.served, 1);
+        clock.0.set(clock.now() + 10 * MS);
+        assert!(!watch.stuck(clock.now()), "the visit ended");
+    }
+}

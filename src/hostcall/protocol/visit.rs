@@ -257,3 +257,110 @@ impl VisitStats {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use core::ptr::NonNull;
+
+    use super::*;
+    use crate::hostcall::protocol::classic::serve::device as classic_device;
+    use crate::hostcall::protocol::phase_bit::serve::device as phase_device;
+
+    fn answer(service: u32, _lane: u32, slot: &mut [u64; 8]) {
+        slot[0] += 100;
+        slot[1] = u64::from(service);
+    }
+
+    /// A buffer of `packets` packets in host memory; the Vec outlives the view.
+    fn buffer(protocol: Protocol, packets: u32, occupied: usize) -> (Vec<u64>, Buffer) {
+        let mut memory = vec![0u64; protocol.buffer_size(packets) / 8];
+        let base = NonNull::new(memory.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: 8-aligned, large enough; the caller keeps the Vec alive.
+        let buffer = unsafe { Buffer::initialize(protocol, base, packets, 0, occupied) };
+        (memory, buffer)
+    }
+
+    #[test]
+    fn a_classic_visit_peeks_first_unless_work_is_expected() {
+        let (_memory, visited) = buffer(Protocol::Classic, 4, 0);
+        let Buffer::Classic(classic) = &visited else { unreachable!() };
+        let mut begun = 0;
+        assert_eq!(visited.visit(false, || begun += 1, ByLane(answer), || true), None, "empty: peek says no");
+        assert_eq!(begun, 0);
+        let expected = visited.visit(true, || begun += 1, ByLane(answer), || true).expect("no peek");
+        assert_eq!((expected.served, begun), (0, 1), "expected work that is not there");
+        let ptr = classic_device::pop_free(classic).unwrap();
+        classic_device::fill(classic, ptr, 7, 0b11, &[[1u64; 8]; 64]);
+        classic_device::push_ready(classic, ptr);
+        assert!(visited.has_waiting_requests());
+        let stats = visited.visit(false, || begun += 1, ByLane(answer), || true).expect("work");
+        assert_eq!(
+            (stats.served, stats.stopped, stats.bad_pointer(), stats.cycle()),
+            (1, false, None, false)
+        );
+        assert_eq!(begun, 2);
+        assert!(classic_device::is_served(classic, ptr));
+        assert_eq!(classic_device::read_answer(classic, ptr, 1)[..2], [101, 7]);
+        assert!(!visited.has_waiting_requests());
+    }
+
+    #[test]
+    fn a_classic_visit_counts_a_dropped_bad_pointer_as_work() {
+        let (_memory, visited) = buffer(Protocol::Classic, 5, 0);
+        let Buffer::Classic(classic) = &visited else { unreachable!() };
+        classic.ready_stack().store(6 + 8 * 2, Ordering::Relaxed);
+        let stats = visited.visit(false, || {}, ByLane(answer), || true).expect("work");
+        assert_eq!((stats.served, stats.bad_pointer()), (1, Some(6 + 8 * 2)));
+        stats.log_findings(0x1000);
+    }
+
+    #[test]
+    fn a_phase_bit_visit_has_no_peek_and_keeps_its_scan_state() {
+        let occupied = [crate::hostcall::sync::AtomicU32::new(0)];
+        let (_memory, visited) = buffer(Protocol::PhaseBit, 4, occupied.as_ptr() as usize);
+        let Buffer::PhaseBit { buffer: phase, scan } = &visited else { unreachable!() };
+        let mut begun = 0;
+        let empty = visited.visit(false, || begun += 1, ByLane(answer), || true).expect("no peek");
+        assert_eq!((empty.served, begun), (0, 1));
+        let index = phase_device::claim(phase, &occupied).unwrap();
+        phase_device::fill(phase, index, 9, 1, &[[2u64; 8]; 64]);
+        phase_device::publish(phase, index);
+        assert!(visited.has_waiting_requests());
+        let stats = visited.visit(false, || begun += 1, ByLane(answer), || true).unwrap();
+        assert_eq!((stats.served, stats.odd_phases(), stats.stopped), (1, 0, false));
+        assert!(phase_device::is_answered(phase, index));
+        assert_eq!(scan.get().limit, index.get() + 1, "the scan narrows to the busy packet");
+    }
+
+    #[test]
+    fn the_protocols_ring_property_and_prefetch() {
+        let (_m1, classic) = buffer(Protocol::Classic, 2, 0);
+        let occupied = [0u32; 1];
+        let (_m2, phase) = buffer(Protocol::PhaseBit, 2, occupied.as_ptr() as usize);
+        assert_eq!(classic.unrung_post_window_ns(), 0, "every classic post rings");
+        assert_eq!(phase.unrung_post_window_ns(), 10_000, "1000 ticks of the device's 100 MHz counter");
+        classic.prefetch();
+        phase.prefetch();
+        assert_eq!(
+            (classic.size(), phase.size()),
+            (Protocol::Classic.buffer_size(2), Protocol::PhaseBit.buffer_size(2))
+        );
+    }
+
+    #[test]
+    fn the_occupancy_rule() {
+        let p = Protocol::PhaseBit;
+        let buffer = 0x1000..0x2000;
+        assert!(p.accepts_occupancy(0x4000, 64, buffer.clone()));
+        assert!(!p.accepts_occupancy(0, 64, buffer.clone()), "NULL");
+        assert!(!p.accepts_occupancy(0x4002, 64, buffer.clone()), "not 4-aligned");
+        assert!(!p.accepts_occupancy(0x1800, 64, buffer.clone()), "inside the buffer");
+        assert!(!p.accepts_occupancy(0xFFC, 64, buffer.clone()), "overlapping its start");
+        assert!(p.accepts_occupancy(0xFF8, 64, buffer.clone()), "just before it");
+        assert!(!p.accepts_occupancy(usize::MAX - 3, 64, buffer.clone()), "wrapping");
+        assert!(Protocol::Classic.accepts_occupancy(0, 2, buffer.clone()));
+        assert!(!Protocol::Classic.accepts_occupancy(0x4000, 2, buffer));
+        assert_eq!(p.occupancy_size(33), 8);
+        assert_eq!(Protocol::Classic.occupancy_size(33), 0);
+    }
+}
