@@ -125,8 +125,8 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_enable(
             (None, _) => Err(format!("unknown protocol {protocol}")),
         };
         let result = match chosen {
-            // SAFETY: forwarded caller contract (see `# Safety`).
             Ok(chosen) => {
+                // SAFETY: forwarded caller contract (see `# Safety`).
                 unsafe { hostcall::enable_with(buffer, num_packets, queue, chosen, occupancy as usize) }
                     .map_err(|e| (Status::from(&e), e.to_string()))
             }

@@ -6,7 +6,7 @@
 //! from them where it uses them.
 
 /// The longest the listener keeps polling after it last found work (µs);
-/// the adaptive window (listener/poll_window.rs) polls only while requests come often.
+/// the adaptive window (listener/pacing.rs) polls only while requests come often.
 pub const POLL_WINDOW_US: u64 = 100;
 
 /// Timeout of the listener's blocked doorbell wait (ms) while requests come:
