@@ -60,9 +60,9 @@ impl PacketServer for Serve {
 
 fn main() {
     let mut memory = vec![0u64; layout::buffer_size(2) / 8];
-    // SAFETY: `memory` is 8-aligned, large enough, outlives the view and is
-    // used only through it.
     let base = NonNull::new(memory.as_mut_ptr().cast()).unwrap();
+    // SAFETY: `memory` is 8-aligned, large enough, outlives the views and is
+    // used only through them.
     let buffer = unsafe { DeviceBuffer::new(base, 2) };
     buffer.initialize(0);
     let visited = Buffer::Classic(buffer);
@@ -86,6 +86,5 @@ fn main() {
         "per 64-lane packet: lane by lane {lanes_ns} ns, whole-packet copy {whole_ns} ns (thread CPU time \
          incl. two clock reads, {ROUNDS} rounds)"
     );
-    drop(visited);
     drop(memory);
 }

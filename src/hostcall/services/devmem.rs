@@ -355,10 +355,6 @@ impl PoolApi {
     }
 }
 
-fn status_text(status: hsa_status_t) -> String {
-    format!("{} ({status:#x})", hsa_status_name(status).unwrap_or("unknown status"))
-}
-
 /// Device memory from one HSA memory pool, accessible to the listed agents.
 pub struct HsaPool {
     api: PoolApi,
@@ -380,7 +376,10 @@ impl HsaPool {
             )
         };
         if status != HSA_STATUS_SUCCESS {
-            return Err(PoolError::BadPool(format!("hsa_amd_memory_pool_get_info: {}", status_text(status))));
+            return Err(PoolError::BadPool(format!(
+                "hsa_amd_memory_pool_get_info: {}",
+                crate::hsa::status_text(status)
+            )));
         }
         if segment != HSA_REGION_SEGMENT_GLOBAL {
             return Err(PoolError::BadPool(format!("segment {segment} is not GLOBAL")));
@@ -408,7 +407,7 @@ impl PoolMemory for HsaPool {
         // SAFETY: resolved hsa_amd_memory_pool_allocate; `ptr` is writable; flags 0.
         let status = unsafe { (self.api.allocate)(self.pool, size, 0, &mut ptr) };
         if status != HSA_STATUS_SUCCESS || ptr.is_null() {
-            return Err(format!("hsa_amd_memory_pool_allocate: {}", status_text(status)));
+            return Err(format!("hsa_amd_memory_pool_allocate: {}", crate::hsa::status_text(status)));
         }
         // SAFETY: resolved hsa_amd_agents_allow_access; `agents` holds
         // `agents.len()` handles; flags must be NULL; `ptr` was just allocated.
@@ -423,7 +422,7 @@ impl PoolMemory for HsaPool {
         if status != HSA_STATUS_SUCCESS {
             // SAFETY: frees the block allocated above, which nothing else knows of.
             unsafe { (self.api.free)(ptr) };
-            return Err(format!("hsa_amd_agents_allow_access: {}", status_text(status)));
+            return Err(format!("hsa_amd_agents_allow_access: {}", crate::hsa::status_text(status)));
         }
         Ok(ptr as u64)
     }
@@ -433,7 +432,7 @@ impl PoolMemory for HsaPool {
         // returned and the service removed from its map (freed once).
         let status = unsafe { (self.api.free)(address as usize as *mut c_void) };
         if status != HSA_STATUS_SUCCESS {
-            return Err(format!("hsa_amd_memory_pool_free: {}", status_text(status)));
+            return Err(format!("hsa_amd_memory_pool_free: {}", crate::hsa::status_text(status)));
         }
         Ok(())
     }
