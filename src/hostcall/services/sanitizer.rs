@@ -73,7 +73,7 @@ pub fn format_report(packet: &HostPacket) -> String {
 pub fn print_report(packet: &HostPacket) {
     let text = format_report(packet);
     if !text.is_empty() {
-        crate::sys::write_all(libc::STDERR_FILENO, text.as_bytes());
+        crate::log::write_out(libc::STDERR_FILENO, text.as_bytes());
     }
 }
 
