@@ -31,6 +31,16 @@
  * Unregistering waits until no call of that handler runs, except a call the
  * unregistering thread is itself inside.
  *
+ * Disabling from inside a buffer's own service: disableHostcalls or
+ * amdgpu_dropin_hostcall_disable called from a service of that same buffer
+ * cannot wait for itself; it returns at once, and the listener stops
+ * touching the buffer as soon as that service returns (its answer written
+ * back). From a service of another buffer it waits as usual. Until that
+ * service returns, enabling the buffer (or a range overlapping it) from the
+ * service's own thread fails with AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY and
+ * changes nothing (the running packet is answered once); from any other
+ * thread, enable first waits until the listener has left the buffer.
+ *
  * Failures: a handler that returns non-zero failed; the lane (per-lane
  * handler) or every active lane (per-packet handler) gets UINT64_MAX in
  * slot[0], the other words stay as the handler left them, and the listener
@@ -137,8 +147,7 @@ enum amdgpu_dropin_hostcall_status_t
   AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED = 10,
   /**
    * The buffer was disabled from inside one of its own services, which
-   * the calling thread is still running: enable it after that service
-   * has returned.
+   * the calling thread is still running (see the top of this header).
    */
   AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY = 11,
 };
@@ -364,13 +373,9 @@ size_t amdgpu_dropin_hostcall_occupancy_size(uint32_t num_packets);
  * a bitmap inside the buffer, a bitmap for classic, too few packets, an unknown protocol, a range that
  * wraps the address space), `_ERROR_ALREADY_ENABLED`, `_ERROR_HSA` (no HSA
  * runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
- * thread cannot start), `_ERROR_BUSY` (see below). Every error is logged.
- *
- * Re-enabling a buffer disabled from inside one of its own services: from
- * that service (the thread still inside the buffer) it is refused with
- * `_ERROR_BUSY` and nothing changes (the running packet is answered once;
- * enable the buffer again after the service returned); from any other
- * thread enable first waits until the listener has left the buffer.
+ * thread cannot start), `_ERROR_BUSY` (disabled from inside one of its own
+ * services, which this thread still runs: see "Disabling from inside a
+ * buffer's own service" at the top of this header). Every error is logged.
  *
  * # Safety
  * `buffer` must be valid for reads and writes of the buffer size until
@@ -383,7 +388,8 @@ amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_enable(void *buffer, uint
  * Unregisters a buffer enabled in either protocol (as `disableHostcalls`,
  * with a status): when it returns the listener no longer touches the buffer
  * (nor its occupancy bitmap, which it never touches), except when called
- * from a service of that same buffer (see `disableHostcalls`).
+ * from a service of that same buffer (see "Disabling from inside a buffer's
+ * own service" at the top of this header).
  *
  * Errors: `_ERROR_INVALID_ARGUMENT` (NULL buffer), `_ERROR_NOT_ENABLED`.
  *

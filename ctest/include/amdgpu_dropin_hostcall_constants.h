@@ -7,7 +7,7 @@
 
 /*
  The longest the listener keeps polling after it last found work (µs);
- the adaptive window (listener/poll_window.rs) polls only while requests come often.
+ the adaptive window (listener/pacing.rs) polls only while requests come often.
  */
 #define AMDGPU_DROPIN_HOSTCALL_POLL_WINDOW_US 100
 

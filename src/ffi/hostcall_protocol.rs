@@ -96,13 +96,9 @@ pub extern "C" fn amdgpu_dropin_hostcall_occupancy_size(num_packets: u32) -> usi
 /// a bitmap inside the buffer, a bitmap for classic, too few packets, an unknown protocol, a range that
 /// wraps the address space), `_ERROR_ALREADY_ENABLED`, `_ERROR_HSA` (no HSA
 /// runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
-/// thread cannot start), `_ERROR_BUSY` (see below). Every error is logged.
-///
-/// Re-enabling a buffer disabled from inside one of its own services: from
-/// that service (the thread still inside the buffer) it is refused with
-/// `_ERROR_BUSY` and nothing changes (the running packet is answered once;
-/// enable the buffer again after the service returned); from any other
-/// thread enable first waits until the listener has left the buffer.
+/// thread cannot start), `_ERROR_BUSY` (disabled from inside one of its own
+/// services, which this thread still runs: see "Disabling from inside a
+/// buffer's own service" at the top of this header). Every error is logged.
 ///
 /// # Safety
 /// `buffer` must be valid for reads and writes of the buffer size until
@@ -149,7 +145,8 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_enable(
 /// Unregisters a buffer enabled in either protocol (as `disableHostcalls`,
 /// with a status): when it returns the listener no longer touches the buffer
 /// (nor its occupancy bitmap, which it never touches), except when called
-/// from a service of that same buffer (see `disableHostcalls`).
+/// from a service of that same buffer (see "Disabling from inside a buffer's
+/// own service" at the top of this header).
 ///
 /// Errors: `_ERROR_INVALID_ARGUMENT` (NULL buffer), `_ERROR_NOT_ENABLED`.
 ///

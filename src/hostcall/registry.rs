@@ -8,60 +8,9 @@
 //! held for list updates and listener start, never while a service runs and
 //! never while waiting for the listener). The listener never takes it.
 //!
-//! # Decisions (documented behaviour)
-//!
-//! * Packet count < 2 → enable returns false. With one packet the index mask
-//!   is 0, so the only packet's tagged pointers are its tags alone and the
-//!   free stack's "empty" value 0 is indistinguishable from packet 0 with tag
-//!   0: the device protocol needs n ≥ 2 (upstream assumes it silently).
-//! * NULL or not 8-aligned buffer, or a range that wraps the address space →
-//!   false.
-//! * Phase-bit buffers (`enable_with`, `Protocol::PhaseBit`): one packet is
-//!   enough (no tagged pointers); the occupancy bitmap must be non-NULL,
-//!   4-aligned and outside the buffer, and is never read or written by the host (only its address
-//!   goes into the buffer). Disabling works the same for both protocols: a
-//!   buffer disabled while requests wait gets one warning that they are
-//!   abandoned (phase-bit: packets whose phases differ), with no count.
-//! * Enabling a buffer that is already enabled → false, logged; the first
-//!   registration stays intact and the buffer is not re-initialized (waves may
-//!   be using it). A buffer overlapping another enabled buffer → false.
-//! * Enabling a buffer (or a range overlapping one) that was disabled from
-//!   inside one of its own services while that service still runs: from the
-//!   thread running it → refused (`StillServing`, logged, nothing changed;
-//!   enable it after the service returned); from another thread → enable
-//!   first waits until the listener has left the old buffer (its answer is
-//!   written back), as disable waits. Initializing it earlier would serve the
-//!   old packet twice (phase-bit) or lose its answer (classic).
-//! * Disabling a NULL, unknown or already disabled buffer → no-op, logged.
-//!   A `queue` different from the one given at enable is logged and ignored
-//!   (the buffer address is the key).
-//! * When `disableHostcalls` returns, the listener no longer touches the
-//!   buffer; it waits for a packet of that buffer being served at that moment
-//!   (only that buffer's). Exception: called from a hostcall service of that
-//!   same buffer, it cannot wait for itself; the listener stops touching the
-//!   buffer once that service returns and READY is cleared. Called from a
-//!   service of *another* buffer it waits like any caller, since the main
-//!   listener and the slow-buffer helper serve in parallel (two services that
-//!   disable each other's buffers at the same moment would wait forever).
-//! * The last disable stops the listener, joins it (bounded by
-//!   `STOP_TIMEOUT`, else it is left to finish on its own) and destroys the
-//!   doorbell signal; the next enable starts a fresh one.
-//! * Process exit with buffers enabled: an exit handler (atexit, registered
-//!   when the first listener starts, so it runs before the HSA runtime's
-//!   teardown) sets `EXITING`, rings the doorbell if HSA still answers, and
-//!   waits up to `EXIT_TIMEOUT` for listeners to leave their loop: an idle
-//!   listener leaves at once, a busy one after the packet it is serving.
-//!   The `.fini_array` hook repeats this without any HSA call (the runtime
-//!   may be gone by then). Later enables return false. `_exit` runs neither.
-//! * fork: the child starts with no buffers, no listener and no registered
-//!   handlers or DEVMEM books (the parent's are not the child's; disabling a
-//!   parent's buffer there is "unknown"); enable in the child starts its own
-//!   listener and signal. The child handler replaces every process-wide
-//!   state that has a lock (see docs/process.md), so no lock a parent's
-//!   thread held at the fork is ever taken in the child.
-//! * dlclose: once a listener has been started the library pins itself
-//!   (RTLD_NODELETE), so it is never unmapped under a running thread; it stays
-//!   loaded until the process exits.
+//! What enable and disable accept, refuse and wait for, and what exit, fork
+//! and dlclose do, is documented behaviour: docs/behaviour.md and the C
+//! headers state it; docs/process.md has exit and fork.
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -245,11 +194,7 @@ pub unsafe fn enable_with(
 
     let state = state();
     let mut control = lock(state);
-    // A buffer disabled from inside its own service is still being served
-    // until that service returns and its answer is written back: initializing
-    // it now would serve the old packet twice (phase-bit) or lose its answer
-    // (classic). Another thread waits until the listener has left (as
-    // disable does); the thread inside cannot, so it is refused.
+    // Disabled from inside its own service: wait until the listener has left, or refuse the thread inside.
     loop {
         control.draining.retain(|entry| !entry.gate.is_idle());
         let busy =
@@ -300,7 +245,7 @@ pub unsafe fn enable_with(
 }
 
 /// Unregisters `buffer`; after return the listener no longer touches it
-/// (see the module docs for the one exception).
+/// (except when called from a service of that buffer: docs/behaviour.md).
 pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableError> {
     if buffer.is_null() {
         return Err(DisableError::NullBuffer);
@@ -311,8 +256,7 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         let index = control.entries.iter().position(|e| e.key == key).ok_or(DisableError::NotEnabled)?;
         let entry = control.entries.remove(index);
         if !entry.gate.close() && process::serving_on_this_thread(&entry.gate) {
-            // Disabled from inside its own service: the listener is still in
-            // the buffer; an enable of it must not initialize it meanwhile.
+            // Disabled from inside its own service: kept until the listener has left it (see enable).
             control.draining.push(Arc::clone(&entry));
         }
         let shared =

@@ -42,14 +42,14 @@
 //! starts with no registrations and no books, see docs/process.md).
 
 use core::ffi::c_void;
-use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use hsa_sys::*;
 
-use super::handlers::BuiltinService;
+use super::handlers::{self, BuiltinService, Handler, HandlerError};
+use super::ids::SERVICE_DEVMEM;
 use crate::hostcall::process;
 use crate::hostcall::protocol::packet::HostPacket;
 use crate::log::Level;
@@ -275,10 +275,6 @@ impl<M: PoolMemory + 'static> DevmemService<M> {
         DevmemService { book, buffer }
     }
 
-    pub fn book(&self) -> &Arc<DevmemBook<M>> {
-        &self.book
-    }
-
     /// Live blocks (and their bytes) made for `buffer` (None: all).
     #[cfg(test)]
     pub fn live(&self, buffer: Option<usize>) -> (usize, u64) {
@@ -306,9 +302,47 @@ impl<M: PoolMemory + 'static> BuiltinService for DevmemService<M> {
         self.book.retire(self.buffer);
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn sharing_key(&self) -> Option<&[u64]> {
+        let key = self.book.key();
+        (!key.is_empty()).then_some(key)
     }
+
+    fn joined(&self, scope: Option<usize>) -> Option<Arc<dyn BuiltinService>> {
+        Some(Arc::new(DevmemService::with_book(Arc::clone(&self.book), scope)))
+    }
+}
+
+/// Why `register_default` refused.
+#[derive(Debug)]
+pub enum RegisterError {
+    /// The pool cannot serve (logged by the caller).
+    Pool(PoolError),
+    Handler(HandlerError),
+}
+
+/// Registers the default DEVMEM service for `scope` (None: every buffer),
+/// serving from the HSA pool `pool` with access for `agents` (handles,
+/// checked non-zero by the caller). Every registration with the same pool
+/// and agents shares one book: the device heap's blocks are the device's,
+/// not one buffer's.
+pub fn register_default(scope: Option<usize>, pool: u64, agents: &[u64]) -> Result<(), RegisterError> {
+    let hsa_agents = agents.iter().map(|&handle| hsa_agent_t { handle }).collect();
+    let memory =
+        HsaPool::new(hsa_amd_memory_pool_t { handle: pool }, hsa_agents).map_err(RegisterError::Pool)?;
+    let mut key = agents.to_vec();
+    key.sort_unstable();
+    key.insert(0, pool);
+    handlers::table()
+        .register_with(SERVICE_DEVMEM, scope, |registrations| {
+            let shared = registrations.iter().find_map(|r| match &r.handler {
+                Handler::Builtin(s) if s.sharing_key() == Some(key.as_slice()) => s.joined(scope),
+                _ => None,
+            });
+            Handler::Builtin(shared.unwrap_or_else(|| {
+                Arc::new(DevmemService::with_book(Arc::new(DevmemBook::new(memory, key)), scope))
+            }))
+        })
+        .map_err(RegisterError::Handler)
 }
 
 //===----------------------------------------------------------------------===//

@@ -54,8 +54,17 @@ pub trait BuiltinService: Send + Sync {
     /// The service was unregistered and no call of it runs any more (except
     /// one that unregistered it from inside): release everything.
     fn retire(&self);
-    /// For finding a service of a known type among the registrations.
-    fn as_any(&self) -> &dyn core::any::Any;
+    /// What registrations of this kind share with each other (DEVMEM: the
+    /// pool and its sorted agents), if anything.
+    fn sharing_key(&self) -> Option<&[u64]> {
+        None
+    }
+    /// A service for the buffer scope `scope` sharing this one's state (for
+    /// a new registration with the same `sharing_key`).
+    fn joined(&self, scope: Option<usize>) -> Option<Arc<dyn BuiltinService>> {
+        let _ = scope;
+        None
+    }
 }
 
 /// What runs for a registered service.
@@ -97,20 +106,6 @@ pub enum HandlerError {
     AlreadyRegistered,
     /// No handler is registered for this service and buffer scope.
     NotRegistered,
-}
-
-impl core::fmt::Display for HandlerError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            HandlerError::ReservedService(id) => {
-                write!(f, "service {id} is reserved (0) or built in (FUNCTION_CALL, PRINTF)")
-            }
-            HandlerError::AlreadyRegistered => {
-                write!(f, "a handler is already registered for this service and buffer")
-            }
-            HandlerError::NotRegistered => write!(f, "no handler is registered for this service and buffer"),
-        }
-    }
 }
 
 /// True for the ids the library serves itself (they cannot be registered).
@@ -589,9 +584,6 @@ mod tests {
         }
         fn retire(&self) {
             self.retired.store(true, Ordering::SeqCst);
-        }
-        fn as_any(&self) -> &dyn core::any::Any {
-            self
         }
     }
 
