@@ -16,13 +16,14 @@ use core::ffi::c_void;
 use core::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Once};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::gate::Gate;
 use super::listener::{self, Entry, Listener, SignalApi};
 use super::process::{self, ForkLocal, EXITING, IN_DOORBELL_WAIT, LIVE_THREADS};
 use super::protocol::Buffer;
 pub use super::protocol::Protocol;
+use super::waiting;
 use crate::log::Level;
 
 /// Longest the last `disableHostcalls` waits for the listener thread to end
@@ -303,7 +304,7 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
 }
 
 fn wait_until_idle(gate: &Gate, key: usize) {
-    super::waiting::wait_until(
+    waiting::wait_until(
         || gate.is_idle(),
         |waited| {
             crate::log!(
@@ -337,11 +338,7 @@ fn stop_listener(active: ActiveListener, timeout: Duration) {
         drop(thread);
         return;
     }
-    let deadline = Instant::now() + timeout;
-    while !thread.is_finished() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_micros(100));
-    }
-    if thread.is_finished() {
+    if waiting::wait_for(timeout, || thread.is_finished()) {
         if thread.join().is_err() {
             crate::log!(Level::Error, "hostcall: the listener thread ended with a panic");
         }
@@ -421,23 +418,9 @@ fn listener_for_exit() -> Option<Arc<Listener>> {
 fn wait_for_listeners(timeout: Duration) {
     let own = usize::from(process::on_any_listener_thread());
     // Acquire: pairs with the listener's release decrement.
-    wait_bounded(timeout, || LIVE_THREADS.load(Ordering::Acquire) <= own);
+    waiting::wait_for(timeout, || LIVE_THREADS.load(Ordering::Acquire) <= own);
     // SeqCst: see `Listener::doorbell_wait_value` (EXITING was stored SeqCst before).
-    wait_bounded(EXIT_WAIT_FOR_HSA_WAIT, || IN_DOORBELL_WAIT.load(Ordering::SeqCst) == 0);
-}
-
-/// Yields, then sleeps in 200 µs steps, until `done` or `timeout`.
-fn wait_bounded(timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    let mut step = 0u32;
-    while !done() && Instant::now() < deadline {
-        if step < 64 {
-            std::thread::yield_now();
-            step += 1;
-        } else {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
+    waiting::wait_for(EXIT_WAIT_FOR_HSA_WAIT, || IN_DOORBELL_WAIT.load(Ordering::SeqCst) == 0);
 }
 
 /// Runs at dlclose (if the library was never pinned) and at exit after every
