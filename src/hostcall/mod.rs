@@ -49,6 +49,8 @@ mod process;
 #[cfg(not(loom))]
 mod registry;
 #[cfg(not(loom))]
+mod snapshot;
+#[cfg(not(loom))]
 mod test_hooks;
 #[cfg(not(loom))]
 mod tunables;

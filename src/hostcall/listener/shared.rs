@@ -3,7 +3,7 @@
 //! watch and bell) and `Entry` (one registered buffer). The process-wide
 //! flags are in `hostcall::process`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use crate::hostcall::gate::Gate;
 use crate::hostcall::process::{EXITING, FORK_EPOCH, IN_DOORBELL_WAIT};
 use crate::hostcall::protocol::Buffer;
 use crate::hostcall::services::Services;
+use crate::hostcall::snapshot::Published;
 use crate::hostcall::test_hooks::TestHooks;
 
 /// One registered buffer.
@@ -46,10 +47,8 @@ pub struct Listener {
     pub(super) hooks: TestHooks,
     epoch: u64,
     stop: AtomicBool,
-    /// Bumped (release) after `published` changes.
-    pub(super) generation: AtomicU64,
-    /// The registry snapshot the listener serves. Held only to clone/replace.
-    published: spin::Mutex<Arc<[Arc<Entry>]>>,
+    /// The registry snapshot the listener serves.
+    pub(super) published: Published<Arc<Entry>>,
     pub services: Services,
 }
 
@@ -63,8 +62,7 @@ impl Listener {
             // Relaxed: only this thread's own view of the epoch matters.
             epoch: FORK_EPOCH.load(Ordering::Relaxed),
             stop: AtomicBool::new(false),
-            generation: AtomicU64::new(0),
-            published: spin::Mutex::new(Arc::from(Vec::new())),
+            published: Published::new(),
             services: Services::new(),
         }
     }
@@ -76,10 +74,7 @@ impl Listener {
 
     /// Replaces the snapshot the listener serves.
     pub fn publish(&self, entries: &[Arc<Entry>]) {
-        *self.published.lock() = entries.to_vec().into();
-        // Release: pairs with the listener's acquire load; it then takes the
-        // lock, which orders the new snapshot (and the buffers' initialization) anyway.
-        self.generation.fetch_add(1, Ordering::Release);
+        self.published.publish(entries);
     }
 
     fn in_current_epoch(&self) -> bool {
@@ -159,11 +154,6 @@ impl Listener {
         // calls are over before the count drops.
         IN_DOORBELL_WAIT.fetch_sub(1, Ordering::Release);
         value
-    }
-
-    /// The current registry snapshot.
-    pub(super) fn snapshot(&self) -> Arc<[Arc<Entry>]> {
-        self.published.lock().clone()
     }
 }
 

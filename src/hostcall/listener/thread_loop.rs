@@ -3,7 +3,6 @@
 //! docs/listener.md describes. The pacing decisions are `pacing`'s, the
 //! visits `visit`'s.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -68,7 +67,7 @@ fn poll_doorbell(
         looks = looks.wrapping_add(1);
         if looks % CLOCK_EVERY == 0 {
             // Relaxed: a hint to stop polling; `refresh` acquires the snapshot.
-            let changed = listener.generation.load(Ordering::Relaxed) != state.seen_generation;
+            let changed = listener.published.generation_hint() != state.seen_generation;
             let now = clock.now();
             *last_now = Some(now);
             if changed || !state.window.should_poll(now) || listener.should_stop() {
@@ -161,10 +160,9 @@ impl LoopState {
 
     /// Takes the registry's new snapshot if it changed since the last one.
     fn refresh(&mut self, listener: &Listener) {
-        // Acquire: pairs with `publish`'s release increment.
-        let generation = listener.generation.load(Ordering::Acquire);
+        let generation = listener.published.generation();
         if generation != self.seen_generation {
-            self.snapshot = listener.snapshot();
+            self.snapshot = listener.published.load();
             self.seen_generation = generation;
             self.unrung_post_window_ns =
                 self.snapshot.iter().map(|entry| entry.buffer.unrung_post_window_ns()).max().unwrap_or(0);

@@ -4,8 +4,8 @@
 //!
 //! # Serving path without locks
 //!
-//! The table is published as an immutable snapshot (`Arc<[Arc<Registration>]>`)
-//! plus a generation counter, as the buffer registry is: a listener thread
+//! The table is published as an immutable snapshot (`hostcall::snapshot`,
+//! as the buffer registry is): a listener thread
 //! keeps the snapshot it last took in a thread-local cache and takes the
 //! (spin) lock only to clone a new one after the generation moved. Register
 //! and unregister serialize on a std mutex the listener never takes.
@@ -33,7 +33,7 @@
 
 use core::ffi::c_void;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::call_gate::CallGate;
@@ -42,6 +42,7 @@ use crate::hostcall::process::ForkLocal;
 use crate::hostcall::protocol::packet::{
     amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn, HostPacket,
 };
+use crate::hostcall::snapshot::Published;
 use crate::log::Level;
 
 /// A service implemented in Rust and registered like a C handler (the
@@ -229,10 +230,8 @@ type Snapshot = Arc<[Arc<Registration>]>;
 pub struct HandlerTable {
     /// The registrations; serializes register and unregister.
     control: Mutex<Vec<Arc<Registration>>>,
-    /// The snapshot the listener reads; locked only to clone or replace it.
-    published: spin::Mutex<Snapshot>,
-    /// Bumped (release) after `published` changes; 0 = never changed.
-    generation: AtomicU64,
+    /// The snapshot the listener reads.
+    published: Published<Arc<Registration>>,
 }
 
 thread_local! {
@@ -259,11 +258,7 @@ pub fn table() -> &'static HandlerTable {
 
 impl HandlerTable {
     pub fn new() -> HandlerTable {
-        HandlerTable {
-            control: Mutex::new(Vec::new()),
-            published: spin::Mutex::new(Arc::from(Vec::new())),
-            generation: AtomicU64::new(0),
-        }
+        HandlerTable { control: Mutex::new(Vec::new()), published: Published::new() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Registration>>> {
@@ -273,10 +268,7 @@ impl HandlerTable {
     }
 
     fn publish(&self, registrations: &[Arc<Registration>]) {
-        *self.published.lock() = registrations.to_vec().into();
-        // Release: pairs with `snapshot`'s acquire load; the spin lock orders
-        // the snapshot itself anyway.
-        self.generation.fetch_add(1, Ordering::Release);
+        self.published.publish(registrations);
     }
 
     /// Registers `handler` for `service` on `buffer` (None: every buffer).
@@ -381,8 +373,7 @@ impl HandlerTable {
     /// The handler serving `service` on `buffer_key`: the buffer's own first,
     /// else the one for every buffer.
     pub fn find(&self, service: u32, buffer_key: usize) -> Option<Arc<Registration>> {
-        // Acquire: pairs with `publish`'s release increment.
-        let generation = self.generation.load(Ordering::Acquire);
+        let generation = self.published.generation();
         if generation == 0 {
             return None;
         }
@@ -400,14 +391,14 @@ impl HandlerTable {
                 match &*cache {
                     Some((t, g, snapshot)) if *t == table && *g == generation => lookup(snapshot),
                     _ => {
-                        let snapshot = self.published.lock().clone();
+                        let snapshot = self.published.load();
                         let found = lookup(&snapshot);
                         *cache = Some((table, generation, snapshot));
                         found
                     }
                 }
             })
-            .unwrap_or_else(|_| lookup(&self.published.lock().clone()))
+            .unwrap_or_else(|_| lookup(&self.published.load()))
     }
 
     /// Finds and enters the handler of `service` on `buffer_key`. A handler
