@@ -58,7 +58,7 @@ pub const HEADERS: &[Header] = &[
     // Test-suite only (not installed): constants the C tests share with the library.
     Header {
         config: "cbindgen-test-constants.toml",
-        sources: &[src("src/hostcall", "tunables.rs")],
+        sources: &[src("src/hostcall", "tunables.rs"), src("src/hostcall", "test_hooks.rs")],
         output: "ctest/include/amdgpu_dropin_hostcall_constants.h",
     },
 ];

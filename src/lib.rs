@@ -9,12 +9,15 @@
 //! panic boundary, status conversion); `vmem/` and `hostcall/` hold the logic;
 //! `hsa` is the one place HSA symbols are resolved and `status` the one place
 //! HSA statuses become IREE statuses. `unsafe` is used where C or device
-//! memory is met, in about twenty files: the exports (`ffi/`), libc (`sys`),
-//! HSA calls (`hsa`, `vmem/`, `hostcall/listener/doorbell.rs`, DEVMEM),
+//! memory is met, in twenty files: the exports (`ffi/`), libc (`sys`), HSA
+//! calls (`hsa`, `vmem/libhsa_table.rs`, `hostcall/listener/doorbell.rs`,
+//! DEVMEM), IREE's status allocator found at run time (`status`),
 //! device-shared memory (`hostcall/protocol/`, all of it through
-//! `protocol/device_words.rs`), the printf formatter's `snprintf`, and calls
-//! of C handlers and host functions (`hostcall/services/`). Every block
-//! carries a `// SAFETY:` comment (clippy enforces it).
+//! `protocol/device_words.rs`, and `hostcall/registry.rs`, which hands a
+//! caller's buffer to it), the fork-local statics (`hostcall/process.rs`),
+//! the printf formatter's `snprintf`, and calls of C handlers and host
+//! functions (`hostcall/services/`). Every block carries a `// SAFETY:`
+//! comment (clippy enforces it).
 //!
 //! # Panic policy
 //!

@@ -3,6 +3,13 @@
 //! they make a service panic or pause the main listener at a chosen step;
 //! in every other build `TestHooks` has no fields and its steps are empty.
 
+/// Requests with this service id panic inside the service in a library built
+/// with the `test-hooks` feature, exercising the per-lane panic catch. The
+/// product library answers it like any unknown id. (The C suite reads it
+/// from the generated `ctest/include/amdgpu_dropin_hostcall_constants.h`.)
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))] // the header still carries it
+pub const TEST_PANIC_SERVICE: u32 = 0x7E57_0001;
+
 #[cfg(any(test, feature = "test-hooks"))]
 pub use armed::TestHooks;
 #[cfg(not(any(test, feature = "test-hooks")))]
@@ -26,8 +33,7 @@ mod armed {
     impl TestHooks {
         pub fn new() -> TestHooks {
             TestHooks {
-                panic_service: cfg!(feature = "test-hooks")
-                    .then_some(crate::hostcall::tunables::TEST_PANIC_SERVICE),
+                panic_service: cfg!(feature = "test-hooks").then_some(super::TEST_PANIC_SERVICE),
                 ..TestHooks::default()
             }
         }

@@ -29,18 +29,16 @@
 //! a stale value means at most one visit by the other thread.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::clock::Nanos;
 use crate::hostcall::tunables;
-
-/// Nanoseconds on a monotonic clock.
-pub type Nanos = u64;
 
 /// A visit of one buffer (draining its ready stack) is *slow* when it took
 /// longer than `SLOW_VISIT + SLOW_PER_PACKET × packets served`: a host
-/// function or a printf that blocks. A full 64-lane FUNCTION_CALL packet with
-/// a trivial function takes 1–2 µs, so ordinary traffic never comes close
-/// (but preemption can, hence `SLOW_STREAK` and the fallback).
+/// function or a printf that blocks. Ordinary traffic (a full packet of a
+/// trivial function) stays far below it (but preemption can reach it, hence
+/// `SLOW_STREAK` and the fallback).
 pub const SLOW_VISIT: Duration = Duration::from_micros(tunables::SLOW_VISIT_US);
 pub const SLOW_PER_PACKET: Duration = Duration::from_micros(tunables::SLOW_PER_PACKET_US);
 
@@ -68,22 +66,6 @@ const fn nanos(d: Duration) -> Nanos {
 pub enum Role {
     Main,
     Helper,
-}
-
-/// A clock for the classifier.
-pub trait Clock {
-    fn now(&self) -> Nanos;
-}
-
-/// The process-wide monotonic clock the listener uses.
-#[derive(Clone, Copy, Default)]
-pub struct MonotonicClock;
-
-impl Clock for MonotonicClock {
-    fn now(&self) -> Nanos {
-        static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        ORIGIN.get_or_init(Instant::now).elapsed().as_nanos() as Nanos
-    }
 }
 
 /// What `BufferClass::record_visit` changed.
@@ -233,6 +215,7 @@ impl HelperWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hostcall::listener::clock::{Clock, MonotonicClock};
 
     const FAST: Nanos = 2_000;
     const SLOW: Nanos = 1_000_000;

@@ -7,7 +7,8 @@
 //! * `thread_loop` — a thread's poll-then-block loop.
 //! * `visit`       — one scan of the buffers, one visit of a buffer.
 //! * `pacing`      — when a thread polls, yields and blocks (pure, clock injected).
-//! * `classifier`  — which thread serves which buffer, and the clock (pure, clock injected).
+//! * `classifier`  — which thread serves which buffer (pure, clock injected).
+//! * `clock`       — the monotonic clock the threads read, behind a trait.
 //! * `doorbell`    — the HSA signal and its blocked wait (all HSA calls).
 //! * `helper_bell` — where the slow-buffer helper sleeps (model-checked).
 //!
@@ -18,6 +19,7 @@
 //! and fork in docs/process.md.
 
 mod classifier;
+mod clock;
 mod doorbell;
 pub mod helper_bell;
 mod pacing;

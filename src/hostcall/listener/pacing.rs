@@ -39,8 +39,8 @@ use std::time::Duration;
 use crate::hostcall::tunables;
 
 /// What one blocked wait's wake-up costs, in latency and CPU together: tens
-/// of microseconds of interrupt latency on a GPU (the benchmark's software
-/// runtime models 20 µs) plus the wake path (futex, scheduler).
+/// of microseconds of interrupt latency on a GPU plus the wake path (futex,
+/// scheduler).
 pub const WAKE_COST_NS: u64 = 50_000;
 
 /// Poll after work only while the estimated gap between requests is below
@@ -481,8 +481,7 @@ mod tests {
 
     #[test]
     fn an_idle_listener_wakes_at_most_three_times_in_two_seconds_of_silence() {
-        // Wake-ups in the two seconds that start 200 ms after the last work
-        // (what the benchmark's idle figure measures).
+        // Wake-ups in the two seconds that start 200 ms after the last work.
         let mut idle = IdleTimeout::new();
         let (mut now_ms, mut wakes) = (0u128, 0);
         while now_ms < 2_200 {

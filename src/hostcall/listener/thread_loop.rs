@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::classifier::{Clock, MonotonicClock, Role};
+use super::classifier::Role;
+use super::clock::{Clock, MonotonicClock};
 use super::pacing::{DoorbellQuiet, IdleTimeout, PollWindow, YieldPacer};
 use super::shared::{Entry, Listener};
 use super::visit::{scan, Crew, ScanResult};

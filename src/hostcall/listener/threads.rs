@@ -12,8 +12,8 @@ use crate::hostcall::process::{CURRENT, LIVE_THREADS};
 use crate::log::{panic_message, Level};
 
 /// Starts the main listener thread of `listener`. `LIVE_THREADS` counts it until it ends.
-/// Its thread name (Linux comm, at most 15 bytes) is what the benchmark
-/// finds the listener's CPU time by.
+/// The threads' names (Linux comm, at most 15 bytes) are listed in
+/// docs/listener.md.
 pub fn spawn(listener: Arc<Listener>) -> Result<std::thread::JoinHandle<()>, String> {
     spawn_thread("amdgpu-hostcall", listener, |listener| run(listener, Role::Main))
         .map_err(|e| format!("cannot start the listener thread: {e}"))

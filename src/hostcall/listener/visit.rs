@@ -5,7 +5,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::classifier::{Clock, HelperWatch, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
+use super::classifier::{HelperWatch, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
+use super::clock::Clock;
 use super::helper_bell::HelperBell;
 use super::shared::{Entry, Listener};
 use crate::hostcall::gate::Gate;
@@ -235,7 +236,7 @@ mod tests {
     use core::ptr::NonNull;
 
     use super::*;
-    use crate::hostcall::listener::classifier::Nanos;
+    use crate::hostcall::listener::clock::Nanos;
     use crate::hostcall::protocol::classic::serve::device;
     use crate::hostcall::protocol::{Buffer, Protocol};
 

@@ -1,5 +1,7 @@
-//! Access to a hostcall buffer in device-shared memory: the only module that
-//! turns buffer addresses into memory accesses.
+//! The classic protocol's view of a hostcall buffer in device-shared memory:
+//! its stacks, headers and slots, each reached through the buffer's
+//! `DeviceWords` (`protocol/device_words.rs`, the one place that turns an
+//! offset into a reference).
 //!
 //! Device memory is never a Rust reference to plain data: the GPU (or the
 //! device simulator) writes it concurrently, so every header field is read and
