@@ -49,7 +49,7 @@ pub const HEADERS: &[Header] = &[
     Header {
         config: "cbindgen-hostcall-ext.toml",
         sources: &[
-            src("src/hostcall/protocol", "packet.rs"),
+            src("src/hostcall/protocol", "host_packet.rs"),
             src("src/ffi", "hostcall_ext.rs"),
             src("src/ffi", "hostcall_protocol.rs"),
         ],

@@ -11,7 +11,9 @@ use core::ffi::{c_char, c_void};
 use static_assertions::const_assert_eq;
 
 use crate::ffi::panic::{ffi_boundary, PanicFallback};
-use crate::hostcall::protocol::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn};
+use crate::hostcall::protocol::host_packet::{
+    amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn,
+};
 use crate::hostcall::protocol::payload::BUFFER_ALIGNMENT;
 use crate::hostcall::services::devmem::{self, PoolError};
 use crate::hostcall::services::handlers::{self, Handler, HandlerError};

@@ -10,9 +10,11 @@
 pub mod classic;
 #[cfg(not(loom))]
 pub mod device_words;
+pub mod host_packet;
 mod kind;
 pub mod packet;
 pub mod payload;
+pub mod pending;
 pub mod phase_bit;
 mod visit;
 

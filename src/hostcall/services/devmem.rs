@@ -51,7 +51,7 @@ use hsa_sys::*;
 use super::handlers::{self, BuiltinService, Handler, HandlerError};
 use super::ids::SERVICE_DEVMEM;
 use crate::hostcall::process;
-use crate::hostcall::protocol::packet::HostPacket;
+use crate::hostcall::protocol::host_packet::HostPacket;
 use crate::log::Level;
 
 /// What one lane asks for.

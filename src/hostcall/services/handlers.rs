@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use super::call_gate::CallGate;
 use super::ids::{SERVICE_FUNCTION_CALL, SERVICE_PRINTF, SERVICE_RESERVED};
 use crate::hostcall::process::ForkLocal;
-use crate::hostcall::protocol::packet::{
+use crate::hostcall::protocol::host_packet::{
     amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn, HostPacket,
 };
 use crate::hostcall::snapshot::Published;

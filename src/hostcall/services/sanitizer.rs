@@ -28,7 +28,7 @@
 
 use std::fmt::Write as _;
 
-use crate::hostcall::protocol::packet::HostPacket;
+use crate::hostcall::protocol::host_packet::HostPacket;
 
 /// Access-info bits set by the `_noabort` report variants.
 const RECOVERABLE_BITS: u64 = 0xFFFF_FFFF_0000_0000;

@@ -54,7 +54,7 @@ pub use real::DeviceBuffer;
 #[cfg(loom)]
 pub use model::DeviceBuffer;
 
-crate::hostcall::protocol::packet::slot_access!(DeviceBuffer, PacketIndex);
+crate::hostcall::protocol::pending::slot_access!(DeviceBuffer, PacketIndex);
 
 #[cfg(not(loom))]
 mod real {

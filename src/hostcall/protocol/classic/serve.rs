@@ -44,7 +44,7 @@
 
 use super::buffer::{DeviceBuffer, PacketIndex};
 use super::layout::CONTROL_READY;
-use crate::hostcall::protocol::packet::Pending;
+use crate::hostcall::protocol::pending::Pending;
 use crate::hostcall::sync::Ordering;
 
 /// What one `take_ready_packets` call did.

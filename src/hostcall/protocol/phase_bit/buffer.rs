@@ -30,7 +30,7 @@ pub use real::PhaseBuffer;
 #[cfg(loom)]
 pub use model::PhaseBuffer;
 
-crate::hostcall::protocol::packet::slot_access!(PhaseBuffer, PhaseIndex);
+crate::hostcall::protocol::pending::slot_access!(PhaseBuffer, PhaseIndex);
 
 #[cfg(not(loom))]
 mod real {

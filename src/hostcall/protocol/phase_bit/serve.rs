@@ -40,7 +40,7 @@
 //!   rescan on timeout, not the ring, guarantees progress.
 
 use super::buffer::{PhaseBuffer, PhaseIndex};
-use crate::hostcall::protocol::packet::Pending;
+use crate::hostcall::protocol::pending::Pending;
 use crate::hostcall::sync::{AtomicU32, Ordering};
 
 /// A narrowed scan is widened to the whole buffer at least this often, so a
