@@ -1,4 +1,5 @@
-//! The services behind the packets: FUNCTION_CALL and PRINTF (built in),
+//! The services behind the packets: FUNCTION_CALL (`function_call`) and
+//! PRINTF (`printf`), built in,
 //! the handlers embedders register for other ids (`handlers`, the default
 //! DEVMEM service in `devmem`), the SANITIZER default (`sanitizer`), and the
 //! defined answer to everything else.
@@ -20,6 +21,7 @@
 
 pub mod call_gate;
 pub mod devmem;
+pub mod function_call;
 pub mod handlers;
 pub mod ids;
 pub mod printf;
@@ -28,18 +30,15 @@ pub mod sanitizer;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use self::function_call::function_call;
 use self::handlers::{Handler, Registration};
 use self::ids::{ERROR_VALUE, SERVICE_DEVMEM, SERVICE_FUNCTION_CALL, SERVICE_PRINTF, SERVICE_SANITIZER};
 use self::printf::PrintfService;
 use crate::hostcall::protocol::host_packet::HostPacket;
-use crate::hostcall::protocol::packet::{LaneRequest, Packet};
-use crate::hostcall::protocol::payload::ANSWER_WORDS;
+use crate::hostcall::protocol::packet::Packet;
 use crate::hostcall::protocol::PacketServer;
 use crate::hostcall::test_hooks::TestHooks;
 use crate::log::Level;
-
-/// The FUNCTION_CALL signature: `void f(uint64_t out[2], const uint64_t in[7])`.
-type HostFunction = unsafe extern "C" fn(out: *mut u64, input: *const u64);
 
 /// Unknown ids are logged once each, up to this many distinct ids.
 const MAX_LOGGED_UNKNOWN_IDS: usize = 64;
@@ -272,31 +271,6 @@ fn log_handler_failure(service: u32, buffer_key: usize, status: i32, lane: Optio
              {buffer_key:#x}; every active lane gets -1 in slot[0]"
         );
     }
-}
-
-/// FUNCTION_CALL: slot[0] = address of a `HostFunction`, slot[1..8] its
-/// 7 inputs; returns its 2 outputs, the lane's answer. A NULL address is
-/// answered with `ERROR_VALUE` in slot[0] (slot[1] stays as it was).
-fn function_call(request: LaneRequest<'_>) -> [u64; ANSWER_WORDS] {
-    let address = request.word(0) as usize;
-    if address == 0 {
-        crate::log!(Level::Error, "hostcall: FUNCTION_CALL with a NULL function; lane gets -1");
-        return [ERROR_VALUE, request.word(1)];
-    }
-    let mut out = [0u64; ANSWER_WORDS];
-    // SAFETY: the FUNCTION_CALL contract: device code places in slot[0] the
-    // address of a host function of this process with the `HostFunction`
-    // signature (the host application handed it to the kernel). The address
-    // cannot be verified; `out` is a live array of 2 words and `inputs` the
-    // lane's 7 input words, valid for the call (in device memory the wave
-    // waits and does not write them; read only by the function). A C++
-    // exception escaping the function terminates the process, as with any
-    // `extern "C"` callback.
-    unsafe {
-        let function = core::mem::transmute::<usize, HostFunction>(address);
-        function(out.as_mut_ptr(), request.inputs());
-    }
-    out
 }
 
 #[cfg(test)]
