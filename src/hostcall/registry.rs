@@ -456,3 +456,58 @@ extern "C" fn at_load() {
 #[used]
 #[link_section = ".init_array"]
 static AT_LOAD: extern "C" fn() = at_load;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Enables `len` bytes at `offset` into a zeroed 8-aligned block.
+    fn enable_at(
+        memory: &mut [u64],
+        offset: usize,
+        packets: u32,
+        protocol: Protocol,
+        occupied: usize,
+    ) -> EnableError {
+        let buffer = memory.as_mut_ptr().cast::<u8>().wrapping_add(offset).cast::<c_void>();
+        // SAFETY: every call here is refused before the buffer is touched.
+        unsafe { enable_with(buffer, packets, core::ptr::null(), protocol, occupied) }.expect_err("refused")
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_before_anything_is_touched() {
+        let mut memory = vec![0u64; 4096];
+        let untouched = memory.clone();
+        let bitmap = [0u32; 4];
+        let bitmap_at = bitmap.as_ptr() as usize;
+        // SAFETY: refused at once (NULL).
+        let null = unsafe { enable(core::ptr::null_mut(), 4, core::ptr::null()) };
+        assert_eq!(null, Err(EnableError::NullBuffer));
+        let base = memory.as_ptr() as usize;
+        assert_eq!(enable_at(&mut memory, 4, 4, Protocol::Classic, 0), EnableError::Misaligned(base + 4));
+        assert_eq!(enable_at(&mut memory, 0, 1, Protocol::Classic, 0), EnableError::TooFewPackets(1));
+        assert_eq!(
+            enable_at(&mut memory, 0, 0, Protocol::PhaseBit, bitmap_at),
+            EnableError::TooFewPackets(0)
+        );
+        assert_eq!(enable_at(&mut memory, 0, 4, Protocol::PhaseBit, 0), EnableError::BadOccupancy(0));
+        assert_eq!(
+            enable_at(&mut memory, 0, 4, Protocol::PhaseBit, base + 8),
+            EnableError::BadOccupancy(base + 8)
+        );
+        // SAFETY: refused at once (the range wraps the address space).
+        let wraps = unsafe {
+            enable_with((usize::MAX - 7) as *mut c_void, 4, core::ptr::null(), Protocol::Classic, 0)
+        };
+        assert_eq!(wraps, Err(EnableError::AddressRange));
+        assert!(memory == untouched, "nothing was written");
+    }
+
+    #[test]
+    fn disabling_null_or_an_unknown_buffer_changes_nothing() {
+        assert_eq!(disable(core::ptr::null_mut(), core::ptr::null()), Err(DisableError::NullBuffer));
+        let mut unknown = [0u64; 8];
+        let unknown = unknown.as_mut_ptr().cast::<c_void>();
+        assert_eq!(disable(unknown, core::ptr::null()), Err(DisableError::NotEnabled));
+    }
+}
