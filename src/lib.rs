@@ -73,7 +73,7 @@ pub mod unstable {
     pub use crate::hostcall::gate::Gate;
     pub use crate::hostcall::listener::helper_bell::HelperBell;
     pub use crate::hostcall::protocol::{
-        classic, packet, phase_bit, Buffer, ByLane, PacketServer, VisitStats,
+        classic, packet, phase_bit, Buffer, ByLane, PacketServer, Protocol, VisitStats,
     };
     pub use crate::hostcall::services::call_gate::CallGate;
     #[cfg(not(loom))]
