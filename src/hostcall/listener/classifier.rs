@@ -105,13 +105,6 @@ impl BufferClass {
         self.on_helper.load(Ordering::Relaxed)
     }
 
-    /// Slow visits in a row so far.
-    #[cfg(test)]
-    pub fn streak(&self) -> u32 {
-        // Relaxed: as above.
-        self.streak.load(Ordering::Relaxed)
-    }
-
     /// Does a thread of `role` visit this buffer? `helper_stuck` is asked
     /// only by the main listener for a buffer on the helper.
     pub fn visited_by(&self, role: Role, helper_stuck: impl FnOnce() -> bool) -> bool {
@@ -293,7 +286,7 @@ mod tests {
         }
         assert_eq!(main_visit(&class, &clock, SLOW), Transition::ToHelper);
         assert!(class.on_helper());
-        assert_eq!(class.streak(), 0);
+        assert_eq!(class.streak.load(Ordering::Relaxed), 0);
         assert!(class.visited_by(Role::Helper, || false));
         assert!(!class.visited_by(Role::Main, || false));
     }
@@ -317,7 +310,7 @@ mod tests {
             assert_eq!(class.record_visit(Role::Main, false, 1, SLOW, t), Transition::None);
             assert_eq!(class.record_visit(Role::Helper, true, 1, SLOW, t), Transition::None);
         }
-        assert_eq!(class.streak(), 0);
+        assert_eq!(class.streak.load(Ordering::Relaxed), 0);
         assert!(!class.on_helper());
     }
 
@@ -327,7 +320,11 @@ mod tests {
         main_visit(&class, &clock, SLOW);
         assert_eq!(class.record_visit(Role::Main, true, 0, SLOW, clock.advance(SLOW)), Transition::None);
         assert_eq!(class.record_visit(Role::Main, true, 0, FAST, clock.advance(FAST)), Transition::None);
-        assert_eq!(class.streak(), 1, "a visit that served nothing neither extends nor breaks the streak");
+        assert_eq!(
+            class.streak.load(Ordering::Relaxed),
+            1,
+            "a visit that served nothing neither extends nor breaks the streak"
+        );
     }
 
     #[test]
@@ -414,7 +411,7 @@ mod tests {
         // A buffer enabled again at the same address gets a new entry.
         let successor = BufferClass::new();
         assert!(!successor.on_helper());
-        assert_eq!(successor.streak(), 0);
+        assert_eq!(successor.streak.load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -427,7 +424,7 @@ mod tests {
         let half = BufferClass::new();
         main_visit(&half, &clock, SLOW);
         half.reset();
-        assert_eq!(half.streak(), 0);
+        assert_eq!(half.streak.load(Ordering::Relaxed), 0);
     }
 
     #[test]

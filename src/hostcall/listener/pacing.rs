@@ -108,12 +108,6 @@ impl PollWindow {
         self.last_work_ns = Some(now_ns);
     }
 
-    /// The estimated gap between requests (ns).
-    #[cfg(test)]
-    pub fn gap_estimate_ns(&self) -> u64 {
-        self.gap_estimate_ns
-    }
-
     /// Until when (ns) to keep polling after the last work; None: block now.
     /// The window is three estimated gaps, within
     /// `POLL_WINDOW_MIN_NS..=POLL_WINDOW_MAX_NS`.
@@ -260,12 +254,6 @@ impl IdleTimeout {
         Duration::from_millis(ms)
     }
 
-    /// Lost rings seen so far (waits that timed out before work was found).
-    #[cfg(test)]
-    pub fn lost_rings(&self) -> u64 {
-        self.lost_rings
-    }
-
     /// After a blocked wait and the scan that followed it. `rang`: the wait
     /// ended because the doorbell moved; `found`: the scan found work.
     pub fn after_wait(&mut self, rang: bool, found: bool) {
@@ -331,7 +319,7 @@ mod tests {
     fn back_to_back_requests_poll_for_the_minimum_window() {
         let mut window = PollWindow::new();
         let last = feed(&mut window, 1_000 * US, 3 * US, 40);
-        assert!(window.gap_estimate_ns() < 10 * US, "{}", window.gap_estimate_ns());
+        assert!(window.gap_estimate_ns < 10 * US, "{}", window.gap_estimate_ns);
         assert_eq!(window.poll_until_ns(), Some(last + POLL_WINDOW_MIN_NS));
         assert!(window.should_poll(last + POLL_WINDOW_MIN_NS - 1));
         assert!(!window.should_poll(last + POLL_WINDOW_MIN_NS));
@@ -385,7 +373,7 @@ mod tests {
         let mut window = PollWindow::new();
         let last = feed(&mut window, 0, 5 * US, 40);
         window.work_found(last + 2_000_000 * US, true);
-        assert!(window.poll_until_ns().is_some(), "estimate {} us", window.gap_estimate_ns() / US);
+        assert!(window.poll_until_ns().is_some(), "estimate {} us", window.gap_estimate_ns / US);
     }
 
     #[test]
@@ -410,7 +398,7 @@ mod tests {
         let mut window = PollWindow::new();
         feed(&mut window, 1_000 * US, 5 * US, 40);
         window.work_found(10 * US, false);
-        assert!(window.gap_estimate_ns() < 10 * US);
+        assert!(window.gap_estimate_ns < 10 * US);
         assert_eq!(window.poll_until_ns(), Some(10 * US + POLL_WINDOW_MIN_NS));
     }
 
@@ -505,12 +493,12 @@ mod tests {
         for _ in 0..5 {
             idle.after_wait(false, false);
         }
-        assert_eq!(idle.lost_rings(), 0);
+        assert_eq!(idle.lost_rings, 0);
         assert_eq!(idle.timeout(), Duration::from_millis(tunables::IDLE_WAIT_MAX_MS));
         // The first lost ring is found by the rescan at the end of the
         // current timeout (at most IDLE_WAIT_MAX): work after a timeout.
         idle.after_wait(false, true);
-        assert_eq!(idle.lost_rings(), 1);
+        assert_eq!(idle.lost_rings, 1);
         // From then on no wait is longer than LOST_RING_WAIT_MS, however long
         // the silence, so a later lost ring waits at most that (plus the
         // runtime's rounding slack, see doorbell.rs): within 20 ms.
@@ -524,7 +512,7 @@ mod tests {
             }
         }
         idle.after_wait(false, true);
-        assert_eq!(idle.lost_rings(), 2);
+        assert_eq!(idle.lost_rings, 2);
         assert!(idle.timeout() <= Duration::from_millis(tunables::LOST_RING_WAIT_MS));
     }
 
