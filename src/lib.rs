@@ -8,7 +8,8 @@
 //! Layering: `ffi/` holds only the `extern "C"` exports (argument checks, the
 //! panic boundary, status conversion); `vmem/` and `hostcall/` hold the logic;
 //! `hsa` is the one place HSA symbols are resolved and `status` the one place
-//! HSA statuses become IREE statuses. `unsafe` is used where C or device
+//! HSA statuses become IREE statuses. Imports name the same folder with
+//! `super::` and everything else from `crate::`. `unsafe` is used where C or device
 //! memory is met, in twenty files: the exports (`ffi/`), libc (`sys`), HSA
 //! calls (`hsa`, `vmem/libhsa_table.rs`, `hostcall/listener/doorbell.rs`,
 //! DEVMEM), IREE's status allocator found at run time (`status`),

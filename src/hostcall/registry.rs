@@ -66,7 +66,7 @@ impl core::fmt::Display for EnableError {
                 write!(
                     f,
                     "buffer {a:#x} is not aligned to {} bytes",
-                    crate::hostcall::protocol::payload::BUFFER_ALIGNMENT
+                    super::protocol::payload::BUFFER_ALIGNMENT
                 )
             }
             EnableError::TooFewPackets(n) => {
