@@ -48,6 +48,25 @@ impl PacketIndex {
     }
 }
 
+/// The packet count, the index mask and the pointer check, the same in the
+/// real and the modelled view (each has `packets` and `index_mask` fields).
+macro_rules! packet_geometry {
+    () => {
+        pub fn packets(&self) -> u32 {
+            self.packets
+        }
+
+        pub fn index_mask(&self) -> u64 {
+            self.index_mask
+        }
+
+        /// The packet a tagged pointer designates, if it exists.
+        pub fn packet_index(&self, ptr: u64) -> Option<PacketIndex> {
+            PacketIndex::checked(ptr, self.index_mask, self.packets)
+        }
+    };
+}
+
 #[cfg(not(loom))]
 pub use real::DeviceBuffer;
 
@@ -92,18 +111,7 @@ mod real {
             self.words.base()
         }
 
-        pub fn packets(&self) -> u32 {
-            self.packets
-        }
-
-        pub fn index_mask(&self) -> u64 {
-            self.index_mask
-        }
-
-        /// The packet a tagged pointer designates, if it exists.
-        pub fn packet_index(&self, ptr: u64) -> Option<PacketIndex> {
-            PacketIndex::checked(ptr, self.index_mask, self.packets)
-        }
+        packet_geometry!();
 
         // Offsets from `classic/layout.rs`: header fields, or packet fields of a
         // `PacketIndex` < packets; 64-bit fields at multiples of 8, the 32-bit
@@ -286,17 +294,7 @@ mod model {
             Arc::as_ptr(&self.memory) as usize
         }
 
-        pub fn packets(&self) -> u32 {
-            self.packets
-        }
-
-        pub fn index_mask(&self) -> u64 {
-            self.index_mask
-        }
-
-        pub fn packet_index(&self, ptr: u64) -> Option<PacketIndex> {
-            PacketIndex::checked(ptr, self.index_mask, self.packets)
-        }
+        packet_geometry!();
 
         fn packet(&self, index: PacketIndex) -> &Packet {
             &self.memory.packets[index.0 as usize]
