@@ -10,7 +10,6 @@
 
 use core::ffi::c_void;
 
-use super::packet::Packet;
 use super::payload::{LANES, SLOT_WORDS};
 
 /// One packet being served: its header fields and a host copy of its payload.
@@ -64,24 +63,6 @@ pub type amdgpu_dropin_hostcall_packet_fn =
 
 /// The Rust-side name.
 pub type HostPacket = amdgpu_dropin_hostcall_packet_t;
-
-impl Packet for HostPacket {
-    fn service(&self) -> u32 {
-        self.service
-    }
-
-    fn buffer_key(&self) -> usize {
-        HostPacket::buffer_key(self)
-    }
-
-    fn serve_lanes<F: FnMut(u32, u32, &mut [u64; SLOT_WORDS])>(&mut self, serve: F) {
-        self.for_each_active_lane(serve);
-    }
-
-    fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {
-        serve(self);
-    }
-}
 
 impl HostPacket {
     /// An empty packet of buffer `buffer_key`.

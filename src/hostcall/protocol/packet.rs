@@ -56,3 +56,22 @@ impl LaneRequest<'_> {
         }
     }
 }
+
+/// A host copy is served in place.
+impl Packet for HostPacket {
+    fn service(&self) -> u32 {
+        self.service
+    }
+
+    fn buffer_key(&self) -> usize {
+        HostPacket::buffer_key(self)
+    }
+
+    fn serve_lanes<F: FnMut(u32, u32, &mut [u64; SLOT_WORDS])>(&mut self, serve: F) {
+        self.for_each_active_lane(serve);
+    }
+
+    fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F) {
+        serve(self);
+    }
+}
