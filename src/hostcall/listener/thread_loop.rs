@@ -163,12 +163,18 @@ impl LoopState {
     fn refresh(&mut self, listener: &Listener) {
         let generation = listener.published.generation();
         if generation != self.seen_generation {
-            self.snapshot = listener.published.load();
-            self.seen_generation = generation;
-            self.unrung_post_window_ns =
-                self.snapshot.iter().map(|entry| entry.buffer.unrung_post_window_ns()).max().unwrap_or(0);
-            self.idle_since_value = None;
+            self.adopt(listener.published.load(), generation);
         }
+    }
+
+    /// Serves `snapshot` (of `generation`) from now on.
+    fn adopt(&mut self, snapshot: Arc<[Arc<Entry>]>, generation: u64) {
+        self.snapshot = snapshot;
+        self.seen_generation = generation;
+        self.unrung_post_window_ns =
+            self.snapshot.iter().map(|entry| entry.buffer.unrung_post_window_ns()).max().unwrap_or(0);
+        // The doorbell value polled for belonged to the old buffers.
+        self.idle_since_value = None;
     }
 
     /// Whether every post of this snapshot's buffers rings the doorbell.
@@ -288,6 +294,33 @@ pub(super) fn run_loop(
 mod tests {
     use super::*;
     use crate::hostcall::protocol::{Buffer, Protocol};
+
+    /// An entry over `memory`, initialized for `protocol` (`occupied`: its bitmap).
+    fn entry(memory: &mut Vec<u64>, protocol: Protocol, occupied: usize) -> Arc<Entry> {
+        memory.resize(protocol.buffer_size(2) / 8, 0);
+        let base = core::ptr::NonNull::new(memory.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: 8-aligned, large enough; the caller keeps `memory` alive
+        // and untouched while the entry lives.
+        let buffer = unsafe { Buffer::initialize(protocol, base, 2, 0, occupied) };
+        Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0))
+    }
+
+    #[test]
+    fn a_new_snapshot_sets_the_quiet_rule_and_forgets_the_polled_value() {
+        let (mut classic_memory, mut phase_memory, bitmap) = (Vec::new(), Vec::new(), [0u32; 1]);
+        let classic = entry(&mut classic_memory, Protocol::Classic, 0);
+        let phase = entry(&mut phase_memory, Protocol::PhaseBit, bitmap.as_ptr() as usize);
+        let mut state = LoopState::new();
+        state.idle_since_value = Some(7);
+        state.adopt(Arc::from(vec![Arc::clone(&classic)]), 1);
+        assert!(state.every_post_rings(), "classic buffers only: block once the doorbell is read");
+        assert_eq!((state.seen_generation, state.idle_since_value), (1, None));
+        state.adopt(Arc::from(vec![Arc::clone(&classic), Arc::clone(&phase)]), 2);
+        assert!(!state.every_post_rings(), "a phase-bit buffer: wait for a quiet doorbell");
+        assert_eq!(state.unrung_post_window_ns, phase.buffer.unrung_post_window_ns());
+        state.adopt(Arc::from(Vec::new()), 3);
+        assert!(state.every_post_rings());
+    }
 
     #[test]
     fn a_helper_that_cannot_start_takes_every_buffer_back_for_good() {
