@@ -25,7 +25,9 @@ extern "C" {
 /**
  * Returns the number of bytes to allocate for a hostcall buffer of
  * `num_packets` packets (headers, packet headers and payloads, with padding).
- * Defined for every value; the same sizes as ROCclr.
+ * Defined for every value; the sizes of the 2019–20 ROCclr's rochostcall.
+ * Today's ROCclr (devhostcall.cpp) makes a classic buffer 8 bytes larger
+ * (16 with ASan) for host-only fields that device code never reads.
  */
 size_t getHostcallBufferSize(uint32_t num_packets);
 

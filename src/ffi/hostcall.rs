@@ -16,7 +16,9 @@ use crate::log::Level;
 
 /// Returns the number of bytes to allocate for a hostcall buffer of
 /// `num_packets` packets (headers, packet headers and payloads, with padding).
-/// Defined for every value; the same sizes as ROCclr.
+/// Defined for every value; the sizes of the 2019–20 ROCclr's rochostcall.
+/// Today's ROCclr (devhostcall.cpp) makes a classic buffer 8 bytes larger
+/// (16 with ASan) for host-only fields that device code never reads.
 #[no_mangle]
 pub extern "C" fn getHostcallBufferSize(num_packets: u32) -> usize {
     ffi_boundary!("getHostcallBufferSize", { hostcall::Protocol::Classic.buffer_size(num_packets) })
