@@ -172,7 +172,7 @@ fn status_allocator() -> Option<StatusAllocateFormatFn> {
     static ALLOCATOR: RaceOnce<Option<StatusAllocateFormatFn>> = RaceOnce::new();
     *ALLOCATOR.get_or_make(|| {
         #[cfg(feature = "test-hooks")]
-        crate::test_hooks::pause_at(crate::hostcall::tunables::TEST_PAUSE_STATUS_ALLOCATOR);
+        crate::hostcall::test_hooks::pause_at(crate::hostcall::test_hooks::TEST_PAUSE_STATUS_ALLOCATOR);
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             // SAFETY: the word is defined by the assembly above, 8-aligned and

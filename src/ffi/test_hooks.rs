@@ -1,5 +1,5 @@
 //! The hook build's exports (cargo feature `test-hooks`; see
-//! `crate::test_hooks`). Not part of the product library or its headers:
+//! `crate::hostcall::test_hooks`). Not part of the product library or its headers:
 //! the C tests of the hook build declare them themselves.
 #![cfg(feature = "test-hooks")]
 
@@ -8,25 +8,26 @@ use crate::ffi::panic::ffi_boundary;
 /// Arms pause point `point` (`AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_*`).
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_test_pause_arm(point: u32) {
-    ffi_boundary!("amdgpu_dropin_test_pause_arm", { crate::test_hooks::arm(point) })
+    ffi_boundary!("amdgpu_dropin_test_pause_arm", { crate::hostcall::test_hooks::arm(point) })
 }
 
 /// Whether a thread waits at pause point `point` now.
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_test_pause_reached(point: u32) -> bool {
-    ffi_boundary!("amdgpu_dropin_test_pause_reached", { crate::test_hooks::reached(point) })
+    ffi_boundary!("amdgpu_dropin_test_pause_reached", { crate::hostcall::test_hooks::reached(point) })
 }
 
 /// Lets the thread waiting at `point` go on.
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_test_pause_release(point: u32) {
-    ffi_boundary!("amdgpu_dropin_test_pause_release", { crate::test_hooks::release(point) })
+    ffi_boundary!("amdgpu_dropin_test_pause_release", { crate::hostcall::test_hooks::release(point) })
 }
 
 /// How many times this process's exit waited for a listener inside the HSA
 /// doorbell wait.
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_test_exit_hsa_waits() -> u64 {
-    ffi_boundary!("amdgpu_dropin_test_exit_hsa_waits", { crate::test_hooks::exit_hsa_waits() as usize })
-        as u64
+    ffi_boundary!("amdgpu_dropin_test_exit_hsa_waits", {
+        crate::hostcall::test_hooks::exit_hsa_waits() as usize
+    }) as u64
 }
