@@ -134,7 +134,18 @@ impl ForkSafeOnce {
             // exist here. Acquire: as above (a winner's DONE).
             let mine = epoch << 2 | RUNNING;
             if self.state.compare_exchange(seen, mine, Ordering::Acquire, Ordering::Acquire).is_ok() {
+                // An `init` that unwinds leaves the state "not started", so a
+                // later caller runs it again instead of waiting for ever.
+                struct Unfinished<'a>(&'a AtomicU64);
+                impl Drop for Unfinished<'_> {
+                    fn drop(&mut self) {
+                        // Release: nothing to publish; pairs with the loads above.
+                        self.0.store(NOT_STARTED, Ordering::Release);
+                    }
+                }
+                let unfinished = Unfinished(&self.state);
                 init();
+                core::mem::forget(unfinished);
                 // Release: publishes what `init` did (see the load above).
                 self.state.store(epoch << 2 | DONE, Ordering::Release);
                 return;
@@ -225,5 +236,27 @@ mod tests {
         std::thread::spawn(move || assert!(!on_any_listener_thread(), "another thread")).join().unwrap();
         SERVING.with(|c| c.set(0));
         CURRENT.with(|c| c.set(0));
+    }
+
+    #[test]
+    fn runs_once_and_again_after_an_unwinding_init() {
+        let once = ForkSafeOnce::new();
+        let caught = std::panic::catch_unwind(|| once.call_once(|| panic!("init failed")));
+        assert!(caught.is_err());
+        let mut runs = 0;
+        once.call_once(|| runs += 1);
+        once.call_once(|| runs += 1);
+        assert_eq!(runs, 1);
+    }
+
+    #[test]
+    fn an_unfinished_run_of_an_older_epoch_is_run_again() {
+        let once = ForkSafeOnce::new();
+        // As a child finds it: started by a thread of the parent (epoch - 1).
+        let epoch = FORK_EPOCH.load(Ordering::Relaxed);
+        once.state.store(epoch.wrapping_sub(1) << 2 | RUNNING, Ordering::Relaxed);
+        let mut runs = 0;
+        once.call_once(|| runs += 1);
+        assert_eq!(runs, 1);
     }
 }
