@@ -79,9 +79,9 @@ pub enum Handler {
 }
 
 /// The non-NULL form of `amdgpu_dropin_hostcall_lane_fn`.
-pub type LaneFn = unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32, *mut u64) -> i32;
+pub type LaneFn = unsafe extern "C-unwind" fn(*mut c_void, *mut c_void, u32, u32, *mut u64) -> i32;
 /// The non-NULL form of `amdgpu_dropin_hostcall_packet_fn`.
-pub type PacketFn = unsafe extern "C" fn(*mut c_void, *mut HostPacket) -> i32;
+pub type PacketFn = unsafe extern "C-unwind" fn(*mut c_void, *mut HostPacket) -> i32;
 
 const _: () = {
     // The C typedefs are exactly Option<these>.
@@ -427,7 +427,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, AtomicU32};
 
-    unsafe extern "C" fn lane_nop(_: *mut c_void, _: *mut c_void, _: u32, _: u32, _: *mut u64) -> i32 {
+    unsafe extern "C-unwind" fn lane_nop(_: *mut c_void, _: *mut c_void, _: u32, _: u32, _: *mut u64) -> i32 {
         0
     }
 
