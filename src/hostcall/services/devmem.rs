@@ -42,16 +42,16 @@
 //! starts with no registrations and no books, see docs/process.md).
 
 use core::ffi::c_void;
-use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use hsa_sys::*;
 
-use super::handlers::BuiltinService;
+use super::handlers::{self, BuiltinService, Handler, HandlerError};
+use super::ids::SERVICE_DEVMEM;
 use crate::hostcall::process;
-use crate::hostcall::protocol::packet::HostPacket;
+use crate::hostcall::protocol::host_packet::HostPacket;
 use crate::log::Level;
 
 /// What one lane asks for.
@@ -186,16 +186,17 @@ impl<M: PoolMemory> DevmemBook<M> {
         }
     }
 
-    /// A service of the book was retired; its own buffer (if any) leaves.
-    fn retire(&self, buffer: Option<usize>) {
+    /// A service of the book was retired (unregistered, or its buffer
+    /// disabled). Its buffer stays a member: it may still be enabled and be
+    /// served by another registration of the scope (a process-wide one), and
+    /// its device heap may still use the blocks. A disabled buffer leaves
+    /// through `leave`; the last registration ends the scope.
+    fn retire(&self) {
         let mut books = self.lock();
         books.services = books.services.saturating_sub(1);
-        let emptied = buffer.is_some_and(|buffer| books.members.remove(&buffer)) && books.members.is_empty();
         if books.services == 0 {
             books.members.clear();
             self.free_all(&mut books, "last DEVMEM service of the pool unregistered");
-        } else if emptied {
-            self.free_all(&mut books, "last buffer of the pool's scope disabled");
         }
     }
 
@@ -258,8 +259,6 @@ impl<M: PoolMemory> DevmemBook<M> {
 /// registration of the same pool and agents).
 pub struct DevmemService<M: PoolMemory> {
     book: Arc<DevmemBook<M>>,
-    /// The registration's buffer scope (None: every buffer).
-    buffer: Option<usize>,
 }
 
 impl<M: PoolMemory + 'static> DevmemService<M> {
@@ -272,11 +271,7 @@ impl<M: PoolMemory + 'static> DevmemService<M> {
     /// A service for `buffer` (None: every buffer) over `book`.
     pub fn with_book(book: Arc<DevmemBook<M>>, buffer: Option<usize>) -> DevmemService<M> {
         book.join(buffer);
-        DevmemService { book, buffer }
-    }
-
-    pub fn book(&self) -> &Arc<DevmemBook<M>> {
-        &self.book
+        DevmemService { book }
     }
 
     /// Live blocks (and their bytes) made for `buffer` (None: all).
@@ -303,12 +298,50 @@ impl<M: PoolMemory + 'static> BuiltinService for DevmemService<M> {
     }
 
     fn retire(&self) {
-        self.book.retire(self.buffer);
+        self.book.retire();
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn sharing_key(&self) -> Option<&[u64]> {
+        let key = self.book.key();
+        (!key.is_empty()).then_some(key)
     }
+
+    fn joined(&self, scope: Option<usize>) -> Option<Arc<dyn BuiltinService>> {
+        Some(Arc::new(DevmemService::with_book(Arc::clone(&self.book), scope)))
+    }
+}
+
+/// Why `register_default` refused.
+#[derive(Debug)]
+pub enum RegisterError {
+    /// The pool cannot serve (logged by the caller).
+    Pool(PoolError),
+    Handler(HandlerError),
+}
+
+/// Registers the default DEVMEM service for `scope` (None: every buffer),
+/// serving from the HSA pool `pool` with access for `agents` (handles,
+/// checked non-zero by the caller). Every registration with the same pool
+/// and agents shares one book: the device heap's blocks are the device's,
+/// not one buffer's.
+pub fn register_default(scope: Option<usize>, pool: u64, agents: &[u64]) -> Result<(), RegisterError> {
+    let hsa_agents = agents.iter().map(|&handle| hsa_agent_t { handle }).collect();
+    let memory =
+        HsaPool::new(hsa_amd_memory_pool_t { handle: pool }, hsa_agents).map_err(RegisterError::Pool)?;
+    let mut key = agents.to_vec();
+    key.sort_unstable();
+    key.insert(0, pool);
+    handlers::table()
+        .register_with(SERVICE_DEVMEM, scope, |registrations| {
+            let shared = registrations.iter().find_map(|r| match &r.handler {
+                Handler::Builtin(s) if s.sharing_key() == Some(key.as_slice()) => s.joined(scope),
+                _ => None,
+            });
+            Handler::Builtin(shared.unwrap_or_else(|| {
+                Arc::new(DevmemService::with_book(Arc::new(DevmemBook::new(memory, key)), scope))
+            }))
+        })
+        .map_err(RegisterError::Handler)
 }
 
 //===----------------------------------------------------------------------===//
@@ -355,10 +388,6 @@ impl PoolApi {
     }
 }
 
-fn status_text(status: hsa_status_t) -> String {
-    format!("{} ({status:#x})", hsa_status_name(status).unwrap_or("unknown status"))
-}
-
 /// Device memory from one HSA memory pool, accessible to the listed agents.
 pub struct HsaPool {
     api: PoolApi,
@@ -380,7 +409,10 @@ impl HsaPool {
             )
         };
         if status != HSA_STATUS_SUCCESS {
-            return Err(PoolError::BadPool(format!("hsa_amd_memory_pool_get_info: {}", status_text(status))));
+            return Err(PoolError::BadPool(format!(
+                "hsa_amd_memory_pool_get_info: {}",
+                crate::hsa::status_text(status)
+            )));
         }
         if segment != HSA_REGION_SEGMENT_GLOBAL {
             return Err(PoolError::BadPool(format!("segment {segment} is not GLOBAL")));
@@ -408,7 +440,7 @@ impl PoolMemory for HsaPool {
         // SAFETY: resolved hsa_amd_memory_pool_allocate; `ptr` is writable; flags 0.
         let status = unsafe { (self.api.allocate)(self.pool, size, 0, &mut ptr) };
         if status != HSA_STATUS_SUCCESS || ptr.is_null() {
-            return Err(format!("hsa_amd_memory_pool_allocate: {}", status_text(status)));
+            return Err(format!("hsa_amd_memory_pool_allocate: {}", crate::hsa::status_text(status)));
         }
         // SAFETY: resolved hsa_amd_agents_allow_access; `agents` holds
         // `agents.len()` handles; flags must be NULL; `ptr` was just allocated.
@@ -423,7 +455,7 @@ impl PoolMemory for HsaPool {
         if status != HSA_STATUS_SUCCESS {
             // SAFETY: frees the block allocated above, which nothing else knows of.
             unsafe { (self.api.free)(ptr) };
-            return Err(format!("hsa_amd_agents_allow_access: {}", status_text(status)));
+            return Err(format!("hsa_amd_agents_allow_access: {}", crate::hsa::status_text(status)));
         }
         Ok(ptr as u64)
     }
@@ -433,7 +465,7 @@ impl PoolMemory for HsaPool {
         // returned and the service removed from its map (freed once).
         let status = unsafe { (self.api.free)(address as usize as *mut c_void) };
         if status != HSA_STATUS_SUCCESS {
-            return Err(format!("hsa_amd_memory_pool_free: {}", status_text(status)));
+            return Err(format!("hsa_amd_memory_pool_free: {}", crate::hsa::status_text(status)));
         }
         Ok(())
     }
@@ -541,6 +573,25 @@ mod tests {
         assert_eq!(book.live(None), (0, 0), "last service gone: the rest is freed");
         assert!(book.memory.live.lock().unwrap().is_empty());
         let _ = kept;
+    }
+
+    #[test]
+    fn unregistering_a_buffers_own_service_keeps_the_blocks_a_global_one_still_serves() {
+        let book = Arc::new(DevmemBook::new(FakePool::default(), vec![1, 2]));
+        let global = DevmemService::with_book(Arc::clone(&book), None);
+        let own = DevmemService::with_book(Arc::clone(&book), Some(0x1000));
+        let block = own.serve_lane(0x1000, 0, &slot(0, 64));
+        // The buffer's own registration is unregistered; the buffer stays
+        // enabled and the global registration serves it from now on.
+        own.retire();
+        assert_eq!(book.live(None), (1, 64), "the buffer's heap still uses the block");
+        assert!(book.memory.live.lock().unwrap().contains(&block));
+        assert_eq!(global.serve_lane(0x1000, 0, &slot(block, 0)), 0);
+        assert_eq!(book.memory.frees.load(Ordering::SeqCst), 1, "freed through the global one");
+        let _again = global.serve_lane(0x1000, 0, &slot(0, 8));
+        global.forget_buffer(0x1000);
+        assert_eq!(book.live(None), (0, 0), "the scope's last buffer disabled: the rest is freed");
+        global.retire();
     }
 
     #[test]

@@ -151,7 +151,7 @@ impl PrintfService {
             Some(sink) => sink(formatted.stderr, &formatted.bytes),
             None => {
                 let fd = if formatted.stderr { libc::STDERR_FILENO } else { libc::STDOUT_FILENO };
-                crate::sys::write_all(fd, &formatted.bytes)
+                crate::log::write_out(fd, &formatted.bytes)
             }
         };
         if written != formatted.bytes.len() {
