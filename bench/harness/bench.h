@@ -228,8 +228,9 @@ bool load_libraries(const bool* modes);
 bool alloc_buffers(void);
 bool enable_buffers(int mode, uint32_t count);
 void disable_buffers(uint32_t count);
-/* Adds the counters of the first `count` buffers (still enabled) to *sum;
- * leaves sum->have false when the listener has none. */
+/* Adds the counters of the first `count` buffers (still enabled) to *sum:
+ * each buffer's own counts, and the listener's (rings, waits), which every
+ * buffer reports alike, once; leaves sum->have false when there are none. */
 void add_buffer_counters(uint32_t count, lib_counters_t* sum);
 /* The counters of buffer 0 now (have false when none). */
 lib_counters_t buffer0_counters(void);

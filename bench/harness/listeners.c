@@ -176,7 +176,9 @@ void disable_buffers(uint32_t count) {
 
 
 #ifdef AMDGPU_DROPIN_HOSTCALL_COUNTER_SERVICES
-static bool read_counters(void* buffer, lib_counters_t* sum) {
+/* Adds one buffer's counters to *sum; the listener's own counts (rings,
+ * waits), which every buffer reports alike, only when `listener_too`. */
+static bool read_counters(void* buffer, lib_counters_t* sum, bool listener_too) {
   hostcall_lib_t* lib = &g_libs[g_mode];
   if (lib->get_counters == NULL) return false;
   amdgpu_dropin_hostcall_counters_t c;
@@ -187,10 +189,12 @@ static bool read_counters(void* buffer, lib_counters_t* sum) {
     sum->packets += c.packets[s];
     sum->lanes += c.lanes[s];
   }
-  sum->rings_seen += c.doorbell_rings;
+  if (listener_too) {
+    sum->rings_seen += c.doorbell_rings;
+    sum->blocked_waits += c.blocked_waits;
+    sum->wait_timeouts += c.wait_timeouts;
+  }
   sum->lost_rings += c.lost_rings;
-  sum->blocked_waits += c.blocked_waits;
-  sum->wait_timeouts += c.wait_timeouts;
   sum->handoffs += c.helper_handoffs;
   if (c.longest_service_ns > sum->longest_service_ns) sum->longest_service_ns = c.longest_service_ns;
   sum->have = true;
@@ -198,22 +202,23 @@ static bool read_counters(void* buffer, lib_counters_t* sum) {
 }
 #else
 /* A library header without the counters API: no counters. */
-static bool read_counters(void* buffer, lib_counters_t* sum) {
+static bool read_counters(void* buffer, lib_counters_t* sum, bool listener_too) {
   (void)buffer;
   (void)sum;
+  (void)listener_too;
   return false;
 }
 #endif
 
 void add_buffer_counters(uint32_t count, lib_counters_t* sum) {
   for (uint32_t i = 0; i < count; ++i) {
-    if (!read_counters(g_buffers[i], sum)) return;
+    if (!read_counters(g_buffers[i], sum, i == 0)) return;
   }
 }
 
 lib_counters_t buffer0_counters(void) {
   lib_counters_t c;
   memset(&c, 0, sizeof(c));
-  read_counters(g_buffers[0], &c);
+  read_counters(g_buffers[0], &c, true);
   return c;
 }

@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::counters::Counts;
 use super::gate::Gate;
 use super::listener::{self, Entry, Listener, SignalApi};
 use super::process::{
@@ -233,7 +234,7 @@ pub unsafe fn enable_with(
     let entry_buffer =
         unsafe { Buffer::initialize(protocol, base, packets, shared.doorbell_handle(), occupied) };
     let protocol_name = protocol.name();
-    control.entries.push(Arc::new(Entry::new(key, entry_buffer, queue as usize)));
+    control.entries.push(Arc::new(Entry::new(key, entry_buffer, queue as usize, shared.counters.snapshot())));
     shared.publish(&control.entries);
     crate::log!(
         Level::Info,
@@ -297,12 +298,27 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         );
     }
     shared.services.forget_buffer(key);
-    crate::log!(Level::Info, "hostcall: disabled buffer {key:#x}; {remaining} buffer(s) enabled");
+    crate::log!(
+        Level::Info,
+        "hostcall: disabled buffer {key:#x}; {remaining} buffer(s) enabled; it was served {}",
+        entry.counters.read(shared.counters.snapshot()).summary()
+    );
     drop(shared);
     if let Some(active) = stopping {
         stop_listener(active, STOP_TIMEOUT);
     }
     Ok(())
+}
+
+/// The counts of an enabled buffer (`hostcall::counters`).
+pub fn counters(buffer: *const c_void) -> Result<Counts, DisableError> {
+    if buffer.is_null() {
+        return Err(DisableError::NullBuffer);
+    }
+    let control = lock(state());
+    let entry = control.entries.iter().find(|e| e.key == buffer as usize).ok_or(DisableError::NotEnabled)?;
+    let listener = &control.listener.as_ref().expect("an enabled buffer has a listener").listener;
+    Ok(entry.counters.read(listener.counters.snapshot()))
 }
 
 fn wait_until_idle(gate: &Gate, key: usize) {
