@@ -69,7 +69,7 @@
  * (docs/c-api-changes.md says what each version changed). Compare with
  * `amdgpu_dropin_hostcall_api_version()` at run time.
  */
-#define AMDGPU_DROPIN_HOSTCALL_API_VERSION 3
+#define AMDGPU_DROPIN_HOSTCALL_API_VERSION 4
 
 /**
  * Service id: call a host function (built in).

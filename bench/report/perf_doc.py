@@ -124,6 +124,8 @@ def markdown(runs, names, svg_rel):
         if m.get("cpu_main", -1) < 0 and m.get("cpu_listener", -1) >= 0:
             pin = pin.replace("main thread CPU -1", "main thread unpinned")
         med = f"; median of {run['median_of']} full runs" if run.get("median_of") else ""
+        if run.get("note"):
+            med = f"; {run['note']}"
         out += [f"## Host: {host_name(run)}", "",
                 f"From `{name}`{med}; processor {m.get('cpu_model', 'unknown')}; kernel {m['kernel']}; "
                 f"device-model pinning: {pin}.", ""]
