@@ -29,6 +29,9 @@ def join(parts):
     out = {"benchmark": "hostcall_bench", "sections": [], "machine": parts[0]["machine"],
            "settings": parts[0]["settings"], "results": [], "idle": [], "wakeup": [], "lost_rings": [],
            "idle_around_lost_rings": {}}
+    for key in ("note", "median_of"):
+        if key in parts[0]:
+            out[key] = parts[0][key]
     for p in parts:
         if p["machine"].get("host") != out["machine"].get("host"):
             raise ValueError("sections of different hosts: %s, %s" % (p["machine"].get("host"),
