@@ -505,25 +505,29 @@ mod tests {
         assert!(!watch.stuck(clock.now()), "the visit ended");
     }
 
-    #[test]
-    fn the_only_buffer_left_on_the_helper_comes_back_to_the_main_listener() {
-        let t = classic_entry(4);
+    /// One scan by the main listener that may hand off, unrung.
+    fn main_scan(snapshot: &[Arc<Entry>], unannounced: bool, clock: &FakeClock) -> ScanResult {
         let (watch, bell, services, hooks) =
             (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
-        let clock = FakeClock(Cell::new(100 * MS));
-        put_on_helper(&t.entry, clock.now());
-        post(&t.entry);
-        let snapshot = [Arc::clone(&t.entry)];
-        let found = scan(
+        scan(
             crew(&watch, &bell, &services, &hooks),
-            &snapshot,
+            snapshot,
             Role::Main,
             true,
             false,
-            false,
+            unannounced,
             None,
-            &clock,
-        );
+            clock,
+        )
+    }
+
+    #[test]
+    fn the_only_buffer_left_on_the_helper_comes_back_to_the_main_listener() {
+        let t = classic_entry(4);
+        let clock = FakeClock(Cell::new(100 * MS));
+        put_on_helper(&t.entry, clock.now());
+        post(&t.entry);
+        let found = main_scan(&[Arc::clone(&t.entry)], false, &clock);
         assert_eq!(found.served, 1, "the main listener serves it");
         assert!(!t.entry.class.on_helper(), "and keeps it");
     }
@@ -531,23 +535,10 @@ mod tests {
     #[test]
     fn unannounced_work_counts_lost_rings_and_packets_are_counted() {
         let t = classic_entry(4);
-        let (watch, bell, services, hooks) =
-            (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
         let clock = FakeClock(Cell::new(5 * MS));
-        let snapshot = [Arc::clone(&t.entry)];
         for unannounced in [false, true] {
             post(&t.entry);
-            let found = scan(
-                crew(&watch, &bell, &services, &hooks),
-                &snapshot,
-                Role::Main,
-                true,
-                false,
-                unannounced,
-                None,
-                &clock,
-            );
-            assert_eq!(found.served, 1);
+            assert_eq!(main_scan(&[Arc::clone(&t.entry)], unannounced, &clock).served, 1);
         }
         let counts = t.entry.counters.read(Default::default());
         assert_eq!(counts.lost_rings, 1, "only the unannounced one");
