@@ -12,6 +12,10 @@
  * runtime with its own device memory objects (ROCclr) registers its own
  * handler for 3 instead (answering 0 for a failed allocation).
  *
+ * PRINTF output: each message is one write(2) to fd 1 or 2, unless a printf
+ * sink is registered (amdgpu_dropin_hostcall_register_printf_sink, for one
+ * buffer or every buffer), which then gets each whole message.
+ *
  * Protocols: a buffer is enabled in the protocol its device code was built
  * for: classic (enableHostcalls, or amdgpu_dropin_hostcall_enable with
  * AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC) or phase-bit (ROCm device
@@ -76,6 +80,16 @@
  * slot[0] of a lane whose request failed or whose service is unknown.
  */
 #define AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE UINT64_MAX
+
+/**
+ * printf sink stream: the message is for standard output.
+ */
+#define AMDGPU_DROPIN_HOSTCALL_PRINTF_STDOUT 1
+
+/**
+ * printf sink stream: the message is for standard error (control word bit 0).
+ */
+#define AMDGPU_DROPIN_HOSTCALL_PRINTF_STDERR 2
 
 /**
  * Most agents `amdgpu_dropin_hostcall_devmem_enable` accepts.
@@ -234,6 +248,17 @@ typedef struct amdgpu_dropin_hostcall_packet_t {
  */
 typedef int32_t (*amdgpu_dropin_hostcall_packet_fn)(void *user_data, struct amdgpu_dropin_hostcall_packet_t *packet);
 
+/**
+ * A printf sink: takes one whole formatted device printf message, `length`
+ * bytes at `bytes` (not NUL-terminated; it may contain NUL bytes), for
+ * `stream` (`AMDGPU_DROPIN_HOSTCALL_PRINTF_STDOUT` or `_STDERR`, from the
+ * message's control word), printed by a wave of hostcall buffer `buffer`.
+ * Returns the bytes it wrote: `length` on success; any other value makes
+ * that printf return -1 on the device (logged once). `bytes` is valid only
+ * during the call.
+ */
+typedef size_t (*amdgpu_dropin_hostcall_printf_sink_fn)(void *user_data, void *buffer, uint32_t stream, const char *bytes, size_t length);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -323,6 +348,44 @@ amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_unregister_handler(uint32
  * handles during the call (they are copied).
  */
 amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_devmem_enable(void *buffer, uint64_t pool_handle, const uint64_t *agent_handles, uint32_t agent_count);
+
+/**
+ * Registers `sink` to take device printf output (service 2) instead of
+ * file descriptors 1 and 2, for the hostcall buffer `buffer` only, or for
+ * every buffer when `buffer` is NULL (a buffer's own sink is preferred, and
+ * ends with the disable of that buffer). Each message is handed over whole,
+ * in one call, on a listener thread, in the order the listener completed
+ * the messages; two buffers' messages may reach the sink at once from two
+ * listener threads. A runtime whose host printf goes through C stdio (ROCclr)
+ * writes each message under the stream's lock and flushes it, so device and
+ * host output keep their order. Without a sink each message is one
+ * `write(2)` to fd 1 or 2.
+ *
+ * Errors: `_ERROR_INVALID_ARGUMENT` (NULL `sink`, `buffer` not aligned like
+ * a hostcall buffer), `_ERROR_ALREADY_REGISTERED` (this scope has a sink:
+ * unregister it first). A forked child inherits no sink.
+ *
+ * # Safety
+ * `sink` must be callable with `user_data` from the listener threads until
+ * `amdgpu_dropin_hostcall_unregister_printf_sink` returns for this scope (or,
+ * for one buffer, until its disable returns). It must not unwind.
+ */
+amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_register_printf_sink(void *buffer, amdgpu_dropin_hostcall_printf_sink_fn sink, void *user_data);
+
+/**
+ * Unregisters the printf sink of `buffer` (NULL: the one for every buffer);
+ * that scope's messages go to the next sink in line (the one for every
+ * buffer), else to fds 1 and 2. When it returns no call of the sink is
+ * running, except one this thread is inside (called from the sink itself,
+ * it does not wait for itself).
+ *
+ * Errors: `_ERROR_INVALID_ARGUMENT` (misaligned `buffer`),
+ * `_ERROR_NOT_REGISTERED`.
+ *
+ * # Safety
+ * `buffer` is only compared, never dereferenced.
+ */
+amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_unregister_printf_sink(void *buffer);
 
 /**
  * Bytes a hostcall buffer of `num_packets` packets occupies in `protocol`

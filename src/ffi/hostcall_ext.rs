@@ -17,8 +17,8 @@ use crate::ffi::panic::{ffi_boundary, PanicFallback};
 use crate::hostcall::protocol::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn};
 use crate::hostcall::protocol::payload::BUFFER_ALIGNMENT;
 use crate::hostcall::services::devmem::{DevmemBook, DevmemService, HsaPool, PoolError};
-use crate::hostcall::services::handlers::{self, Handler, HandlerError};
-use crate::hostcall::services::ids;
+use crate::hostcall::services::handlers::{self, Handler, HandlerError, PrintfSinkFn};
+use crate::hostcall::services::{ids, printf};
 use crate::hostcall::{DisableError, EnableError};
 use crate::log::Level;
 
@@ -43,6 +43,13 @@ const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_SERVICE_PRINTF, ids::SERVICE_PRINTF);
 const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, ids::SERVICE_DEVMEM);
 const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, ids::SERVICE_SANITIZER);
 const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE, ids::ERROR_VALUE);
+
+/// printf sink stream: the message is for standard output.
+pub const AMDGPU_DROPIN_HOSTCALL_PRINTF_STDOUT: u32 = 1;
+/// printf sink stream: the message is for standard error (control word bit 0).
+pub const AMDGPU_DROPIN_HOSTCALL_PRINTF_STDERR: u32 = 2;
+const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_PRINTF_STDOUT, printf::STREAM_STDOUT);
+const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_PRINTF_STDERR, printf::STREAM_STDERR);
 
 /// Most agents `amdgpu_dropin_hostcall_devmem_enable` accepts.
 pub const AMDGPU_DROPIN_HOSTCALL_MAX_AGENTS: u32 = 1024;
@@ -392,6 +399,83 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
                 .map_err(Status::from)
         })();
         report("amdgpu_dropin_hostcall_devmem_enable", ids::SERVICE_DEVMEM, buffer, result)
+    })
+}
+
+/// A printf sink: takes one whole formatted device printf message, `length`
+/// bytes at `bytes` (not NUL-terminated; it may contain NUL bytes), for
+/// `stream` (`AMDGPU_DROPIN_HOSTCALL_PRINTF_STDOUT` or `_STDERR`, from the
+/// message's control word), printed by a wave of hostcall buffer `buffer`.
+/// Returns the bytes it wrote: `length` on success; any other value makes
+/// that printf return -1 on the device (logged once). `bytes` is valid only
+/// during the call.
+pub type amdgpu_dropin_hostcall_printf_sink_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        buffer: *mut c_void,
+        stream: u32,
+        bytes: *const c_char,
+        length: usize,
+    ) -> usize,
+>;
+const_assert_eq!(
+    core::mem::size_of::<amdgpu_dropin_hostcall_printf_sink_fn>(),
+    core::mem::size_of::<PrintfSinkFn>()
+);
+
+/// Registers `sink` to take device printf output (service 2) instead of
+/// file descriptors 1 and 2, for the hostcall buffer `buffer` only, or for
+/// every buffer when `buffer` is NULL (a buffer's own sink is preferred, and
+/// ends with the disable of that buffer). Each message is handed over whole,
+/// in one call, on a listener thread, in the order the listener completed
+/// the messages; two buffers' messages may reach the sink at once from two
+/// listener threads. A runtime whose host printf goes through C stdio (ROCclr)
+/// writes each message under the stream's lock and flushes it, so device and
+/// host output keep their order. Without a sink each message is one
+/// `write(2)` to fd 1 or 2.
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (NULL `sink`, `buffer` not aligned like
+/// a hostcall buffer), `_ERROR_ALREADY_REGISTERED` (this scope has a sink:
+/// unregister it first). A forked child inherits no sink.
+///
+/// # Safety
+/// `sink` must be callable with `user_data` from the listener threads until
+/// `amdgpu_dropin_hostcall_unregister_printf_sink` returns for this scope (or,
+/// for one buffer, until its disable returns). It must not unwind.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_printf_sink(
+    buffer: *mut c_void,
+    sink: amdgpu_dropin_hostcall_printf_sink_fn,
+    user_data: *mut c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    ffi_boundary!("amdgpu_dropin_hostcall_register_printf_sink", {
+        let result = scope(buffer).and_then(|scope| {
+            let sink = sink.ok_or(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT)?;
+            handlers::table().register_printf_sink(scope, sink, user_data as usize).map_err(Status::from)
+        });
+        report("amdgpu_dropin_hostcall_register_printf_sink", ids::SERVICE_PRINTF, buffer, result)
+    })
+}
+
+/// Unregisters the printf sink of `buffer` (NULL: the one for every buffer);
+/// that scope's messages go to the next sink in line (the one for every
+/// buffer), else to fds 1 and 2. When it returns no call of the sink is
+/// running, except one this thread is inside (called from the sink itself,
+/// it does not wait for itself).
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (misaligned `buffer`),
+/// `_ERROR_NOT_REGISTERED`.
+///
+/// # Safety
+/// `buffer` is only compared, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_unregister_printf_sink(
+    buffer: *mut c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    ffi_boundary!("amdgpu_dropin_hostcall_unregister_printf_sink", {
+        let result = scope(buffer)
+            .and_then(|scope| handlers::table().unregister_printf_sink(scope).map_err(Status::from));
+        report("amdgpu_dropin_hostcall_unregister_printf_sink", ids::SERVICE_PRINTF, buffer, result)
     })
 }
 
