@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -419,6 +420,61 @@ void test_exit_in_use() {
   DROPIN_CHECK_MSG(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
 }
 
+// Child: stdout is the file $ROCCLR_TEST_STDOUT, fully buffered, as a
+// redirected stdout is. Host lines are printed without a flush, each followed
+// by a device printf; the child ends with _exit, which flushes nothing.
+int child_printf_order() {
+  const char* path = std::getenv("ROCCLR_TEST_STDOUT");
+  if (path == nullptr || std::freopen(path, "w", stdout) == nullptr) return 30;
+  static char stdoutBuffer[1 << 16];
+  if (std::setvbuf(stdout, stdoutBuffer, _IOFBF, sizeof(stdoutBuffer)) != 0) return 31;
+  hc_hsa_init();
+  static amd::Device* dev = new amd::Device(0);
+  HostcallBuffer b = allocBuffer(*dev);
+  if (!enable(*dev, b)) return 32;
+  static pf_message_t message;
+  for (int i = 0; i < 3; ++i) {
+    std::printf("host %d\n", i);
+    pf_arg_t args[1] = {pf_i32(i)};
+    if (!pf_encode(&message, PF_PER_ARGUMENT, 0, "device %d\n", args, 1)) return 33;
+    uint64_t result = 0;
+    if (pf_send(b.memory, &message, &result) != 0 || result != 9) return 34;
+  }
+  // Still in stdio's buffer at _exit: lost, as any unflushed host output.
+  std::printf("host unflushed\n");
+  _exit(0);
+}
+
+// Device printf goes through the C stream: in order with the host's earlier,
+// still buffered stdout output, and out before _exit (ROCclr's own listener
+// printed with vfprintf into stdout; a write to fd 1 would land before the
+// buffered host lines, which _exit then drops).
+void test_printf_order_with_host_stdio() {
+  const char* dir = std::getenv("TMPDIR");
+  std::string pattern = std::string(dir != nullptr && *dir != '\0' ? dir : P_tmpdir) + "/rocclr_printf_order_XXXXXX";
+  std::vector<char> path(pattern.begin(), pattern.end());
+  path.push_back('\0');
+  int fd = mkstemp(path.data());
+  DROPIN_REQUIRE_MSG(fd >= 0, "mkstemp");
+  close(fd);
+  std::string env = std::string("ROCCLR_TEST_STDOUT=") + path.data();
+  const char* envs[] = {env.c_str(), nullptr};
+  hc_child_result_t result;
+  bool spawned = hc_spawn_child("printf_order", envs, 30000, &result);
+  std::string text;
+  if (FILE* f = std::fopen(path.data(), "r")) {
+    char chunk[256];
+    size_t n;
+    while ((n = std::fread(chunk, 1, sizeof(chunk), f)) > 0) text.append(chunk, n);
+    std::fclose(f);
+  }
+  unlink(path.data());
+  DROPIN_REQUIRE_MSG(spawned, "spawn");
+  DROPIN_CHECK_MSG(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
+  const char* expected = "host 0\ndevice 0\nhost 1\ndevice 1\nhost 2\ndevice 2\n";
+  DROPIN_CHECK_MSG(text == expected, "stdout of the child:\n%s(expected:\n%s)", text.c_str(), expected);
+}
+
 // Parent enabled with traffic; the forked child uses the adapter on its own.
 int child_after_fork() {
   amd::Device dev(5);
@@ -566,7 +622,8 @@ void test_fork_during_devmem() {
   freeBuffer(b);
 }
 
-const hc_child_case_t kChildren[] = {{"exit_in_use", child_exit_in_use}, {nullptr, nullptr}};
+const hc_child_case_t kChildren[] = {
+    {"exit_in_use", child_exit_in_use}, {"printf_order", child_printf_order}, {nullptr, nullptr}};
 
 }  // namespace
 
@@ -577,6 +634,7 @@ int main(int argc, char** argv) {
          kAsanRoute ? "to handleSanitizerService" : "to the library's default");
   HC_RUN(test_sizes);
   HC_RUN(test_function_call_and_printf);
+  HC_RUN(test_printf_order_with_host_stdio);
   HC_RUN(test_devmem);
   HC_RUN(test_devmem_failures);
   HC_RUN(test_sanitizer);

@@ -3,7 +3,8 @@
 // A ROCclr build compiles this file instead of its own devhostcall.cpp (see
 // README.md beside it). It defines the four amd:: functions ROCclr's
 // device/devhostcall.hpp declares, over amdgpu-dropin's C API: the library's
-// listener serves FUNCTION_CALL and PRINTF; DEVMEM and SANITIZER are served
+// listener serves FUNCTION_CALL and PRINTF (its output through C stdio, as
+// ROCclr printed it, by a printf sink); DEVMEM and SANITIZER are served
 // here, per buffer, through ROCclr's own objects (amd::Buffer, amd::MemObjMap,
 // the device's hostcall-memory tracking where the tree has it, and
 // handleSanitizerService in clang ASan builds).
@@ -34,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -257,6 +259,23 @@ const char* statusText(amdgpu_dropin_hostcall_status_t status) {
   return amdgpu_dropin_hostcall_status_string(status);
 }
 
+// ---- PRINTF (service 2) through the C stream ROCclr printed to ---------
+// ROCclr formats into stdout (stderr for bit 0 of the control word) with
+// vfprintf. The library hands each whole message to this sink: written
+// under the stream's lock, so no other thread's stdio output splits it, and
+// flushed, so it lands after the host's earlier output still in the
+// stream's buffer and is not lost at _exit. No ROCclr lock is taken.
+size_t printToStdio(void* user_data, void* buffer, uint32_t stream, const char* bytes, size_t length) {
+  (void)user_data;
+  (void)buffer;
+  FILE* out = stream == AMDGPU_DROPIN_HOSTCALL_PRINTF_STDERR ? stderr : stdout;
+  flockfile(out);
+  size_t written = std::fwrite(bytes, 1, length, out);
+  bool flushed = std::fflush(out) == 0;
+  funlockfile(out);
+  return flushed ? written : 0;
+}
+
 // fork: the child must not inherit listenerLock held by another thread
 // (the listener inside a DEVMEM service), and inherits no enabled buffer
 // (the library's listener state stays with the parent).
@@ -284,7 +303,10 @@ void installForkHandlers() {
   });
 }
 
-void unregisterServices(void* buffer, bool devmem, bool sanitizer) {
+void unregisterServices(void* buffer, bool devmem, bool sanitizer, bool printfSink) {
+  if (printfSink) {
+    amdgpu_dropin_hostcall_unregister_printf_sink(buffer);
+  }
   if (devmem) {
     amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, buffer);
   }
@@ -343,6 +365,11 @@ bool enable(const amd::Device& dev, void* buffer, uint32_t numPackets, amd::Memo
       AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, buffer, serveDevmemLane, user);
   bool devmemRegistered = status == AMDGPU_DROPIN_HOSTCALL_OK;
   bool sanitizerRegistered = false;
+  bool printfRegistered = false;
+  if (status == AMDGPU_DROPIN_HOSTCALL_OK) {
+    status = amdgpu_dropin_hostcall_register_printf_sink(buffer, printToStdio, nullptr);
+    printfRegistered = status == AMDGPU_DROPIN_HOSTCALL_OK;
+  }
 #if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
   if (status == AMDGPU_DROPIN_HOSTCALL_OK) {
     status = amdgpu_dropin_hostcall_register_packet_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER,
@@ -356,7 +383,7 @@ bool enable(const amd::Device& dev, void* buffer, uint32_t numPackets, amd::Memo
   if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
     ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register hostcall buffer %p: %s", buffer,
             statusText(status));
-    unregisterServices(buffer, devmemRegistered, sanitizerRegistered);
+    unregisterServices(buffer, devmemRegistered, sanitizerRegistered, printfRegistered);
     forget(buffer);
     return false;
   }
@@ -418,7 +445,7 @@ void disableHostcalls(void* buffer) {
     // handlers may still be registered.
     ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to unregister hostcall buffer %p: %s", buffer,
             statusText(status));
-    unregisterServices(buffer, true, kRoutesSanitizer);
+    unregisterServices(buffer, true, kRoutesSanitizer, true);
   }
   Enabled record = forget(buffer);
   if (record.occupied != nullptr) {
