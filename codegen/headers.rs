@@ -49,7 +49,7 @@ pub const HEADERS: &[Header] = &[
     Header {
         config: "cbindgen-hostcall-ext.toml",
         sources: &[
-            src("src/hostcall/protocol", "packet.rs"),
+            src("src/hostcall/protocol", "host_packet.rs"),
             src("src/ffi", "hostcall_ext.rs"),
             src("src/ffi", "hostcall_protocol.rs"),
         ],
@@ -58,7 +58,7 @@ pub const HEADERS: &[Header] = &[
     // Test-suite only (not installed): constants the C tests share with the library.
     Header {
         config: "cbindgen-test-constants.toml",
-        sources: &[src("src/hostcall", "tunables.rs")],
+        sources: &[src("src/hostcall", "tunables.rs"), src("src/hostcall", "test_hooks.rs")],
         output: "ctest/include/amdgpu_dropin_hostcall_constants.h",
     },
 ];

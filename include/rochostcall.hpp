@@ -25,7 +25,9 @@ extern "C" {
 /**
  * Returns the number of bytes to allocate for a hostcall buffer of
  * `num_packets` packets (headers, packet headers and payloads, with padding).
- * Defined for every value; the same sizes as ROCclr.
+ * Defined for every value; the sizes of the 2019–20 ROCclr's rochostcall.
+ * Today's ROCclr (devhostcall.cpp) makes a classic buffer 8 bytes larger
+ * (16 with ASan) for host-only fields that device code never reads.
  */
 size_t getHostcallBufferSize(uint32_t num_packets);
 
@@ -43,8 +45,8 @@ uint32_t getHostcallBufferAlignment(void);
  * `getHostcallBufferAlignment()`; `num_packets` < 2; the buffer is already
  * enabled (the first registration stays) or overlaps an enabled buffer; it
  * was disabled from inside one of its own services that this thread is
- * still running (enable it after the service returned; from another thread
- * enable waits until the listener has left it); the
+ * still running (amdgpu_dropin_hostcall.h: "Disabling from inside a
+ * buffer's own service"); the
  * HSA runtime or its signal functions cannot be found, or the doorbell
  * signal cannot be created; the process is exiting. `queue` is recorded and
  * otherwise unused.
@@ -61,10 +63,9 @@ bool enableHostcalls(void *buffer, uint32_t num_packets, const void *queue);
 /**
  * Unregisters `buffer`. When it returns, the listener no longer accesses the
  * buffer and it may be freed; it waits for a request of that buffer being
- * served at that moment. (Called from a hostcall service of that same
- * buffer it cannot wait for itself: the listener then stops accessing the
- * buffer as soon as that service returns. From a service of another buffer
- * it waits as usual.) The last disable stops the
+ * served at that moment (called from a hostcall service of that same
+ * buffer: amdgpu_dropin_hostcall.h, "Disabling from inside a buffer's own
+ * service"). The last disable stops the
  * listener and destroys the doorbell signal. A NULL, unknown or already
  * disabled buffer is a logged no-op.
  *

@@ -68,7 +68,7 @@ COMMANDS = {
     "ctest --test-dir build/test -R '^hostcall_phase$' --output-on-failure":
         ("manual", "reruns one test of scripts/test.sh's build; the test itself runs in the suite"),
     "ctest --test-dir build/test -R consumer -V": ("manual", "as above"),
-    "cargo test --locked --lib hostcall::listener::poll_window":
+    "cargo test --locked --lib hostcall::listener::pacing":
         ("manual", "a filtered part of scripts/test.sh's cargo test"),
     "cargo test --locked --features generate-headers --test headers":
         ("file", "scripts/test.sh", "--features amdgpu-dropin/generate-headers"),

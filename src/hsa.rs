@@ -13,6 +13,12 @@ use std::sync::OnceLock;
 
 use crate::sys;
 
+/// An HSA status as log lines and error texts show it: its name and its
+/// value, `HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)`.
+pub fn status_text(status: hsa_sys::hsa_status_t) -> String {
+    format!("{} ({status:#x})", hsa_sys::hsa_status_name(status).unwrap_or("unknown status"))
+}
+
 /// The HSA runtime's soname, as ROCr installs it.
 pub const HSA_LIBRARY_SONAME: &CStr = c"libhsa-runtime64.so.1";
 

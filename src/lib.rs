@@ -8,13 +8,17 @@
 //! Layering: `ffi/` holds only the `extern "C"` exports (argument checks, the
 //! panic boundary, status conversion); `vmem/` and `hostcall/` hold the logic;
 //! `hsa` is the one place HSA symbols are resolved and `status` the one place
-//! HSA statuses become IREE statuses. `unsafe` is used where C or device
-//! memory is met, in about twenty files: the exports (`ffi/`), libc (`sys`),
-//! HSA calls (`hsa`, `vmem/`, `hostcall/listener/doorbell.rs`, DEVMEM),
+//! HSA statuses become IREE statuses. Imports name the same folder with
+//! `super::` and everything else from `crate::`. `unsafe` is used where C or device
+//! memory is met, in twenty files: the exports (`ffi/`), libc (`sys`), HSA
+//! calls (`hsa`, `vmem/libhsa_table.rs`, `hostcall/listener/doorbell.rs`,
+//! DEVMEM), IREE's status allocator found at run time (`status`),
 //! device-shared memory (`hostcall/protocol/`, all of it through
-//! `protocol/device_words.rs`), the printf formatter's `snprintf`, and calls
-//! of C handlers and host functions (`hostcall/services/`). Every block
-//! carries a `// SAFETY:` comment (clippy enforces it).
+//! `protocol/device_words.rs`, and `hostcall/registry.rs`, which hands a
+//! caller's buffer to it), the fork-local statics (`hostcall/process.rs`),
+//! the printf formatter's `snprintf`, and calls of C handlers and host
+//! functions (`hostcall/services/`). Every block carries a `// SAFETY:`
+//! comment (clippy enforces it).
 //!
 //! # Panic policy
 //!
@@ -60,21 +64,19 @@ mod vmem;
 #[cfg(feature = "rocclr-hostcall")]
 mod hostcall;
 
-/// Internals that the loom models (`tests/loom_*.rs`), the printf tests and
-/// the fuzz harness (`fuzz/`) drive directly. Not a stable API: anything here
-/// may change or go in any release; use the C headers.
+/// Internals that the loom models (`tests/loom_*.rs`), the printf tests, the
+/// fuzz harness (`fuzz/`) and the Rust benchmarks (`bench/`) drive directly.
+/// Not a stable API: anything here may change or go in any release; use the
+/// C headers.
 #[doc(hidden)]
 #[cfg(feature = "rocclr-hostcall")]
 pub mod unstable {
+    pub use crate::hostcall::gate::Gate;
+    pub use crate::hostcall::listener::helper_bell::HelperBell;
+    pub use crate::hostcall::protocol::{
+        classic, packet, phase_bit, Buffer, ByLane, PacketServer, Protocol, VisitStats,
+    };
+    pub use crate::hostcall::services::call_gate::CallGate;
     #[cfg(not(loom))]
     pub use crate::hostcall::services::printf;
-
-    #[cfg(loom)]
-    pub use crate::hostcall::gate::Gate;
-    #[cfg(loom)]
-    pub use crate::hostcall::listener::helper_bell::HelperBell;
-    #[cfg(loom)]
-    pub use crate::hostcall::protocol::{classic, packet, phase_bit};
-    #[cfg(loom)]
-    pub use crate::hostcall::services::call_gate::CallGate;
 }

@@ -7,7 +7,7 @@
 //! Logging never panics and ignores write errors (diagnostics must never
 //! fail the caller).
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::io::Write;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -51,7 +51,28 @@ pub fn write_line(level: Level, args: core::fmt::Arguments<'_>) {
     let _ = write!(line, "amdgpu-dropin: {tag}: ");
     let _ = line.write_fmt(args);
     line.push(b'\n');
-    crate::sys::write_all(libc::STDERR_FILENO, &line);
+    write_out(libc::STDERR_FILENO, &line);
+}
+
+/// Set once the first EPIPE was seen (and logged).
+static BROKEN_PIPE_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// Writes all of `bytes` to `fd` (`sys::write_all`: no SIGPIPE); returns the
+/// bytes written. The first write of the process to a pipe whose reader is
+/// gone is logged, once.
+pub fn write_out(fd: libc::c_int, bytes: &[u8]) -> usize {
+    let written = crate::sys::write_all(fd, bytes);
+    // Relaxed: only deduplicates a diagnostic.
+    if written.broken_pipe && !BROKEN_PIPE_SEEN.swap(true, Ordering::Relaxed) {
+        // Likely to the same broken pipe (stderr): then this line is lost
+        // too, quietly, and never repeated.
+        crate::log!(
+            Level::Warning,
+            "writing to fd {fd}: the pipe's reader is gone (EPIPE); output written there is dropped \
+             (said once; the process goes on)"
+        );
+    }
+    written.bytes
 }
 
 /// Describes a caught panic payload for the log (the C boundary and the
@@ -76,3 +97,22 @@ macro_rules! log {
     };
 }
 pub(crate) use log;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_broken_pipe_is_noted_once() {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: fds[0] is the read end just created; nothing else uses it.
+        unsafe { libc::close(fds[0]) };
+        assert_eq!(write_out(fds[1], b"lost\n"), 0);
+        assert!(BROKEN_PIPE_SEEN.load(Ordering::Relaxed));
+        assert_eq!(write_out(fds[1], b"lost too\n"), 0);
+        // SAFETY: `fds[1]` is ours.
+        unsafe { libc::close(fds[1]) };
+    }
+}

@@ -7,53 +7,42 @@
 
 use core::cell::Cell;
 use core::ffi::{c_void, CStr};
-use core::sync::atomic::{AtomicBool, Ordering};
+
+/// What `write_all` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// Bytes written.
+    pub bytes: usize,
+    /// The write failed with EPIPE: the pipe's reader is gone.
+    pub broken_pipe: bool,
+}
 
 /// Writes all of `bytes` to `fd`, retrying on EINTR and short writes; gives up
-/// on any other error (diagnostics must never fail the caller). Returns the
-/// number of bytes written.
+/// on any other error (diagnostics must never fail the caller).
 ///
 /// A write to a pipe whose reader is gone must not kill the process with
 /// SIGPIPE (the application's disposition is left alone): the library's own
 /// threads block SIGPIPE for good (`block_sigpipe_in_this_thread`); on any
 /// other thread SIGPIPE is blocked around the write, and a SIGPIPE the write
-/// raised is taken back before the old mask returns. The first EPIPE is
-/// logged once for the process.
-pub fn write_all(fd: libc::c_int, bytes: &[u8]) -> usize {
-    let mut written = 0;
-    while written < bytes.len() {
-        let rest = &bytes[written..];
+/// raised is taken back before the old mask returns. The caller says so
+/// (`log::write_out` logs the first EPIPE once for the process).
+pub fn write_all(fd: libc::c_int, bytes: &[u8]) -> Written {
+    let mut written = Written { bytes: 0, broken_pipe: false };
+    while written.bytes < bytes.len() {
+        let rest = &bytes[written.bytes..];
         let n = write_without_sigpipe(fd, rest);
         if n > 0 {
-            written += n as usize;
+            written.bytes += n as usize;
             continue;
         }
         let error = if n < 0 { std::io::Error::last_os_error().raw_os_error() } else { None };
         if error == Some(libc::EINTR) {
             continue;
         }
-        if error == Some(libc::EPIPE) {
-            note_broken_pipe(fd);
-        }
+        written.broken_pipe = error == Some(libc::EPIPE);
         break;
     }
     written
-}
-
-/// Set once the first EPIPE was seen (and logged).
-static BROKEN_PIPE_SEEN: AtomicBool = AtomicBool::new(false);
-
-fn note_broken_pipe(fd: libc::c_int) {
-    // Relaxed: only deduplicates a diagnostic.
-    if !BROKEN_PIPE_SEEN.swap(true, Ordering::Relaxed) {
-        // Likely to the same broken pipe (stderr): then this line is lost
-        // too, quietly, and never repeated.
-        crate::log!(
-            crate::log::Level::Warning,
-            "writing to fd {fd}: the pipe's reader is gone (EPIPE); output written there is dropped \
-             (said once; the process goes on)"
-        );
-    }
 }
 
 thread_local! {
@@ -296,14 +285,21 @@ mod tests {
         let previous = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
         let fd = pipe_without_reader();
         std::thread::spawn(move || {
-            assert_eq!(write_all(fd, b"lost\n"), 0, "a caller's thread");
+            assert_eq!(
+                write_all(fd, b"lost\n"),
+                Written { bytes: 0, broken_pipe: true },
+                "a caller's thread"
+            );
             assert!(!sigpipe_pending(), "the SIGPIPE the write raised was taken back");
             block_sigpipe_in_this_thread();
-            assert_eq!(write_all(fd, b"lost too\n"), 0, "a library thread");
+            assert_eq!(
+                write_all(fd, b"lost too\n"),
+                Written { bytes: 0, broken_pipe: true },
+                "a library thread"
+            );
         })
         .join()
         .unwrap();
-        assert!(BROKEN_PIPE_SEEN.load(Ordering::Relaxed));
         // SAFETY: restores the disposition saved above; `fd` is ours.
         unsafe {
             libc::signal(libc::SIGPIPE, previous);

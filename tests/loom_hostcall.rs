@@ -1,7 +1,7 @@
 //! Model checking of the hostcall protocol with loom: the device side of
 //! docs/protocols.md#classic-device-steps (pop free → fill → push ready → ring → wait READY → read →
 //! push free with tag+1) against the listener's detach / serve / release
-//! (`protocol::drain_ready`), and the registration gate between
+//! (`Buffer::visit`, the listener's own entry), and the registration gate between
 //! `disableHostcalls` and the listener.
 //!
 //! Run (separate target dir so the main build is not invalidated):
@@ -17,8 +17,9 @@
 
 use amdgpu_dropin::unstable::classic::buffer::DeviceBuffer;
 use amdgpu_dropin::unstable::classic::layout;
-use amdgpu_dropin::unstable::classic::serve::{device, drain_ready};
+use amdgpu_dropin::unstable::classic::serve::device;
 use amdgpu_dropin::unstable::Gate;
+use amdgpu_dropin::unstable::{Buffer, ByLane};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
@@ -65,13 +66,17 @@ fn wave(buffer: &DeviceBuffer, doorbell: &AtomicU64, first_call: u64, calls: u64
     }
 }
 
-/// The listener: drains until `expected` packets were served.
+/// The listener: visits until `expected` packets were served.
 fn listener(buffer: &DeviceBuffer, expected: u32) {
+    let buffer = Buffer::Classic(buffer.clone());
     let mut served = 0;
     while served < expected {
-        let stats = drain_ready(buffer, serve, || true);
-        assert_eq!(stats.bad_pointer, None);
-        assert!(!stats.cycle);
+        let Some(stats) = buffer.visit(false, || {}, ByLane(serve), || true) else {
+            thread::yield_now();
+            continue;
+        };
+        assert_eq!(stats.bad_pointer(), None);
+        assert!(!stats.cycle());
         served += stats.served;
         if served < expected {
             thread::yield_now();

@@ -2,7 +2,7 @@
 //! claim a packet through the occupancy bitmap, write it with plain stores,
 //! flip the device phase (release), wait for the host phase (acquire), read
 //! the answer and clear their bit, against the listener's scan / serve / hand
-//! back (`phase_bit::serve::serve_phases`).
+//! back (`Buffer::visit`, the listener's own entry).
 //!
 //! Run (separate target dir so the main build is not invalidated):
 //!
@@ -17,7 +17,8 @@
 
 use amdgpu_dropin::unstable::packet::Packet;
 use amdgpu_dropin::unstable::phase_bit::buffer::PhaseBuffer;
-use amdgpu_dropin::unstable::phase_bit::serve::{device, serve_phases, PendingPhasePacket, ScanLimit};
+use amdgpu_dropin::unstable::phase_bit::serve::device;
+use amdgpu_dropin::unstable::{Buffer, PacketServer};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -25,11 +26,15 @@ use loom::thread;
 const LANES: u32 = 2;
 
 /// The modelled service: slot[0] += 100, slot[1] = service id.
-fn serve(packet: &mut PendingPhasePacket<'_>) {
-    packet.serve_lanes(|service, _, slot| {
-        slot[0] += 100;
-        slot[1] = u64::from(service);
-    });
+struct Serve;
+
+impl PacketServer for Serve {
+    fn serve<P: Packet>(&mut self, packet: &mut P) {
+        packet.serve_lanes(|service, _, slot| {
+            slot[0] += 100;
+            slot[1] = u64::from(service);
+        });
+    }
 }
 
 /// One wave doing `calls` checked requests.
@@ -61,11 +66,11 @@ fn wave(buffer: &PhaseBuffer, occupied: &[AtomicU32], first_call: u64, calls: u6
 
 /// The listener: visits until `expected` requests were served.
 fn listener(buffer: &PhaseBuffer, expected: u32) {
-    let mut scan = ScanLimit::full(buffer.packets());
+    let visited = Buffer::phase_bit(buffer.clone());
     let mut served = 0;
     while served < expected {
-        let stats = serve_phases(buffer, &mut scan, serve, || true);
-        assert_eq!(stats.odd_phases, 0);
+        let stats = visited.visit(false, || {}, Serve, || true).expect("a phase-bit visit has no peek");
+        assert_eq!(stats.odd_phases(), 0);
         served += stats.served;
         if served < expected {
             thread::yield_now();
@@ -115,11 +120,11 @@ fn try_wave(buffer: &PhaseBuffer, occupied: &[AtomicU32], done: &AtomicU32, call
 
 /// Serves until every wave thread is done; returns the requests served.
 fn serve_until_done(buffer: &PhaseBuffer, done: &AtomicU32, waves: u32) -> u32 {
-    let mut scan = ScanLimit::full(buffer.packets());
+    let visited = Buffer::phase_bit(buffer.clone());
     let mut served = 0;
     // Acquire: pairs with try_wave's release increment.
     while done.load(Ordering::Acquire) < waves {
-        served += serve_phases(buffer, &mut scan, serve, || true).served;
+        served += visited.visit(false, || {}, Serve, || true).expect("a phase-bit visit has no peek").served;
         thread::yield_now();
     }
     served

@@ -25,7 +25,8 @@
 
 use amdgpu_dropin::unstable::packet::Packet;
 use amdgpu_dropin::unstable::phase_bit::buffer::{PhaseBuffer, PhaseIndex};
-use amdgpu_dropin::unstable::phase_bit::serve::{device, serve_phases, PendingPhasePacket, ScanLimit};
+use amdgpu_dropin::unstable::phase_bit::serve::device;
+use amdgpu_dropin::unstable::{Buffer, PacketServer};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -44,8 +45,12 @@ const UPSTREAM: BitOrdering = BitOrdering { claim: Ordering::Relaxed, unclaim: O
 const RELEASE_ACQUIRE: BitOrdering = BitOrdering { claim: Ordering::Acquire, unclaim: Ordering::Release };
 
 /// The modelled service: slot[0] += 100.
-fn serve(packet: &mut PendingPhasePacket<'_>) {
-    packet.serve_lanes(|_, _, slot| slot[0] += 100);
+struct Serve;
+
+impl PacketServer for Serve {
+    fn serve<P: Packet>(&mut self, packet: &mut P) {
+        packet.serve_lanes(|_, _, slot| slot[0] += 100);
+    }
 }
 
 /// One claim attempt of packet 0 with `order.claim`, as the device library
@@ -101,11 +106,12 @@ fn two_waves_one_packet(order: BitOrdering) {
             let (b, o, d) = (buffer.clone(), Arc::clone(&bit), Arc::clone(&done));
             thread::spawn(move || wave(&b, &o, &d, 2, order))
         };
-        let mut scan = ScanLimit::full(buffer.packets());
+        let visited = Buffer::phase_bit(buffer.clone());
         let mut served = 0;
         // Acquire: pairs with the waves' release increments.
         while done.load(Ordering::Acquire) < 2 {
-            served += serve_phases(&buffer, &mut scan, serve, || true).served;
+            served +=
+                visited.visit(false, || {}, Serve, || true).expect("a phase-bit visit has no peek").served;
             thread::yield_now();
         }
         let claimed = u32::from(first.join().unwrap()) + u32::from(second.join().unwrap());

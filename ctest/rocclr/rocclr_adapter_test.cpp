@@ -25,6 +25,11 @@ extern "C" {
 #include "pf_device.h"
 }
 
+namespace amd {
+// Defined by the stand-in, as by ROCclr's platform/runtime.cpp.
+extern Monitor listenerLock;
+}  // namespace amd
+
 namespace {
 
 constexpr uint64_t kTimeoutNs = 10ull * 1000 * 1000 * 1000;
@@ -232,8 +237,21 @@ void test_devmem_failures() {
   DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "create() failing answers 0");
   DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "create() failing: the buffer was released");
 
+  // Exceptions in the service answer 0, "no memory" (never an error value
+  // the device heap would take for an address), and leave nothing behind.
   amd::standin::fail_next_news(1);
-  DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "operator new failing answers 0");
+  DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "operator new throwing answers 0");
+  amd::standin::fail_next_map_inserts(1);
+  DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "MemObjMap throwing answers 0");
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "MemObjMap throwing: the buffer was released");
+#if defined(STANDIN_ROCCLR_2026)
+  amd::standin::fail_next_tracks(1);
+  DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "tracking throwing answers 0");
+  DROPIN_CHECK_MSG(amd::standin::live_memory() == live0, "tracking throwing: the buffer was released");
+  DROPIN_CHECK_MSG(dev.trackedHostcallMemory() == 0, "tracking throwing: nothing tracked");
+#endif
+  DROPIN_CHECK_MSG(amd::MemObjMap::size() == map0, "exceptions: nothing left in MemObjMap");
+  DROPIN_CHECK_MSG(amd::standin::log_count("exception") >= 2, "exceptions logged");
 
   amd::standin::set_device_memory_mode(amd::standin::DeviceMemoryMode::kNull);
   DROPIN_CHECK_MSG(devmem(b.memory, 0, 4096) == 0, "no device memory answers 0");
@@ -560,6 +578,9 @@ void test_failed_enable_keeps_foreign_handlers() {
 }
 
 int child_enable_after_fork() {
+  // The child's thread calls ROCclr as an application thread would (HIP
+  // makes it an amd::Thread).
+  amd::standin::enter_as_rocclr_thread();
   amd::Device dev(7);
   HostcallBuffer b = allocBuffer(dev);
   if (!enable(dev, b)) return 30;
@@ -622,12 +643,141 @@ void test_fork_during_devmem() {
   freeBuffer(b);
 }
 
+// Item of issue 24: DEVMEM on both library threads (main listener and
+// helper) while an application thread (an amd::HostThread, as HIP makes
+// it) keeps taking listenerLock and MemObjMap's lock. On the 2024 tree only
+// an amd::Thread may lock those monitors (the stand-in aborts otherwise, as
+// a debug ROCclr does), so this needs the adapter to make its threads ones;
+// and those registrations must go with the threads: three rounds, each
+// with a new listener, leave no amd::Thread behind.
+void test_library_threads() {
+  long threads0 = amd::standin::live_threads();
+  for (int round = 0; round < 3; ++round) {
+    int os_threads0 = hc_thread_count();
+    amd::Device dev_a(0), dev_b(1), dev_app(2);
+    HostcallBuffer a = allocBuffer(dev_a), b = allocBuffer(dev_b);
+    DROPIN_REQUIRE_MSG(enable(dev_a, a), "enable a");
+    DROPIN_REQUIRE_MSG(enable(dev_b, b), "enable b");
+    // The application's own block, which its thread keeps adding to,
+    // looking up in and removing from MemObjMap.
+    amd::Context& app_ctx = dev_app.context();
+    amd::Memory* app_block = new (app_ctx) amd::Buffer(app_ctx, CL_MEM_READ_WRITE, 4096);
+    DROPIN_REQUIRE_MSG(app_block->create(), "application block");
+    auto app_va = reinterpret_cast<void*>(
+        static_cast<uintptr_t>(app_block->getDeviceMemory(dev_app)->virtualAddress()));
+    // a's allocations are slow: the library moves a to its helper, so both
+    // library threads serve DEVMEM at once.
+    amd::standin::set_create_delay(&dev_a.context(), 3000);
+    amd::standin::reset_creating_threads();
+
+    std::atomic<bool> stop{false};
+    std::atomic<long> app_rounds{0};
+    std::thread app([&] {
+      amd::standin::enter_as_rocclr_thread();
+      while (!stop.load()) {
+        {
+          amd::ScopedLock lock(amd::listenerLock);
+          std::this_thread::yield();
+        }
+        amd::MemObjMap::AddMemObj(app_va, app_block);
+        size_t offset = 1;
+        if (amd::MemObjMap::FindMemObj(app_va, &offset) != app_block || offset != 0) {
+          amd::standin::violation("application lookup failed");
+        }
+        amd::MemObjMap::RemoveMemObj(app_va);
+        app_rounds.fetch_add(1);
+      }
+      amd::standin::leave_as_rocclr_thread();
+    });
+    std::atomic<int> bad{0};
+    // Allocations in runs of 4, then their frees: a's runs of slow visits
+    // (a fast free would end the streak) move a to the helper.
+    auto traffic = [&](HostcallBuffer& buffer, amd::Device& dev, int runs) {
+      for (int i = 0; i < runs; ++i) {
+        uint64_t blocks[4];
+        for (uint64_t& block : blocks) {
+          block = devmem(buffer.memory, 0, 256);
+          if (block == 0 || amd::standin::context_of(block) != &dev.context()) bad.fetch_add(1);
+        }
+        for (uint64_t block : blocks) {
+          if (block != 0) devmem(buffer.memory, block, 0);
+        }
+      }
+    };
+    std::thread slow([&] { traffic(a, dev_a, 10); });
+    traffic(b, dev_b, 100);
+    slow.join();
+    while (app_rounds.load() < 10) std::this_thread::yield();
+    stop.store(true);
+    app.join();
+    amd::standin::set_create_delay(&dev_a.context(), 0);
+    DROPIN_CHECK_MSG(bad.load() == 0, "round %d: %d allocations failed or in the wrong context", round, bad.load());
+    // Counted, not timed: the slow buffer went to the helper, so DEVMEM ran
+    // on two library threads.
+    DROPIN_CHECK_MSG(amd::standin::creating_threads() >= 2, "round %d: DEVMEM ran on %zu thread(s)", round,
+                     amd::standin::creating_threads());
+    amd::disableHostcalls(a.memory);
+    amd::disableHostcalls(b.memory);
+    freeBuffer(a);
+    freeBuffer(b);
+    app_block->release();
+    DROPIN_CHECK_MSG(hc_wait_thread_count(os_threads0, 5000) == os_threads0, "round %d: the listener stops", round);
+    DROPIN_CHECK_MSG(amd::standin::live_threads() == threads0, "round %d: %ld amd::Thread objects alive, %ld before",
+                     round, amd::standin::live_threads(), threads0);
+  }
+}
+
+// Entries from threads that are no amd::Thread (not ROCclr's callers, but
+// they must not crash either): enable, DEVMEM, disable and fork from a
+// plain thread, which is an amd::Thread for the call only.
+void test_plain_thread_entries() {
+  amd::Device dev(0);
+  HostcallBuffer b = allocBuffer(dev);
+  long threads0 = amd::standin::live_threads();
+  bool enabled = false, forked = false;
+  uint64_t block = 0;
+  hc_child_result_t result{};
+  std::thread plain([&] {
+    enabled = enable(dev, b);
+    if (!enabled) return;
+    block = devmem(b.memory, 0, 512);
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+    // The fork handlers lock listenerLock from this thread.
+    forked = hc_fork_child(child_enable_after_fork, 5000, &result);
+#else
+    forked = true;
+    result.exited = true;
+#endif
+    amd::disableHostcalls(b.memory);
+  });
+  plain.join();
+  DROPIN_CHECK_MSG(enabled, "enable from a plain thread");
+  DROPIN_CHECK_MSG(block != 0, "DEVMEM after an enable from a plain thread");
+  DROPIN_CHECK_MSG(forked && result.exited && result.exit_code == 0, "fork from a plain thread: %s",
+                   forked ? hc_child_describe(&result) : "did not start");
+  DROPIN_CHECK_MSG(amd::standin::live_threads() == threads0, "%ld amd::Thread objects alive, %ld before",
+                   amd::standin::live_threads(), threads0);
+  if (block != 0) {
+    amd::Memory* mem = amd::MemObjMap::FindMemObj(reinterpret_cast<void*>(static_cast<uintptr_t>(block)));
+    DROPIN_REQUIRE_MSG(mem != nullptr, "block in MemObjMap");
+#if defined(STANDIN_ROCCLR_2026)
+    dev.releaseHostcallMemory();
+#else
+    amd::MemObjMap::RemoveMemObj(reinterpret_cast<void*>(static_cast<uintptr_t>(block)));
+    mem->release();
+#endif
+  }
+  freeBuffer(b);
+}
+
 const hc_child_case_t kChildren[] = {
     {"exit_in_use", child_exit_in_use}, {"printf_order", child_printf_order}, {nullptr, nullptr}};
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The test's thread is an application thread: HIP makes it an amd::Thread.
+  amd::standin::enter_as_rocclr_thread();
   hc_child_main(argc, argv, kChildren);
   hc_hsa_init();
   printf("tree %s, %s layout, SANITIZER %s\n", kTree2026 ? "2026" : "2024", kPhaseBit ? "phase-bit" : "classic",
@@ -644,6 +794,8 @@ int main(int argc, char** argv) {
   HC_RUN(test_fork_in_use);
   HC_RUN(test_failed_enable_keeps_foreign_handlers);
   HC_RUN(test_fork_during_devmem);
+  HC_RUN(test_library_threads);
+  HC_RUN(test_plain_thread_entries);
   DROPIN_CHECK_MSG(amd::standin::violations() == 0, "%ld stand-in ROCclr contract violations", amd::standin::violations());
   printf("%s\n", dropin_failures == 0 ? "PASS" : "FAIL");
   return dropin_failures == 0 ? 0 : 1;

@@ -18,6 +18,11 @@
 // and SANITIZER services also run under it, as ROCclr ran every service. The
 // library's enable/disable are never called with it held (disable waits for
 // a running service, which may be waiting for that lock).
+//
+// Threads: on trees whose amd::Monitor is the legacy monitor, only an
+// amd::Thread may lock a ROCclr lock. The library's listener threads (and a
+// thread that forks) are plain threads, so every entry here makes its
+// thread an amd::HostThread first, as ROCclr's HSA signal handler does.
 
 #if defined(WITH_PAL_DEVICE)
 #error "amdgpu-dropin's devhostcall.cpp serves the ROCr backend only: the PAL backend makes one doorbell signal per device through PAL (not HSA signals) and needs ROCclr's own devhostcall.cpp"
@@ -26,6 +31,7 @@
 #include "top.hpp"
 #include "utils/debug.hpp"
 #include "thread/monitor.hpp"
+#include "thread/thread.hpp"
 #include "platform/context.hpp"
 #include "platform/memory.hpp"
 #include "device/device.hpp"
@@ -39,6 +45,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -66,6 +73,11 @@ namespace amd {
 
 // Defined by ROCclr (platform/runtime.cpp).
 extern amd::Monitor listenerLock;
+
+// ROCclr's own class on trees that have it (thread/thread.hpp, up to the
+// 2025 trees); elsewhere this declares an incomplete class, which the probe
+// below sees.
+class HostThread;
 
 namespace {
 
@@ -132,6 +144,108 @@ B* newDeviceBuffer(amd::Context& ctx, size_t size) {
   }
 }
 
+// ---- Threads that ROCclr's locks accept ------------------------------------
+// Trees with amd::HostThread have the legacy amd::Monitor (DEBUG_CLR_USE_
+// STDMUTEX_IN_AMD_MONITOR off by default): its lock asserts that
+// amd::Thread::current() is not null, the contended path uses that thread's
+// semaphore, and recursion compares it with the owner. HIP makes every API
+// thread an amd::HostThread; ROCclr's HSA signal-handler thread makes itself
+// one. Trees without HostThread (2026) lock std::mutexes: any thread will do.
+
+template <typename T, typename = void>
+struct IsComplete : std::false_type {};
+template <typename T>
+struct IsComplete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
+
+// Binds a new amd::HostThread to the calling thread when the tree needs one
+// and the thread has none. Returns what it made (null: nothing made); after
+// it, callingThreadAccepted() says whether the thread may take ROCclr locks.
+template <typename H = amd::HostThread>
+amd::Thread* adoptCallingThread() noexcept {
+  if constexpr (IsComplete<H>::value) {
+    if (amd::Thread::current() != nullptr) {
+      return nullptr;
+    }
+#if defined(__cpp_exceptions)
+    try {
+#endif
+      // The constructor makes it current(), as in ROCclr's signal handler.
+      H* made = new H();
+      if (made != nullptr && amd::Thread::current() != made) {
+        delete made;
+        made = nullptr;
+      }
+      return made;
+#if defined(__cpp_exceptions)
+    } catch (...) {
+      return nullptr;
+    }
+#endif
+  } else {
+    return nullptr;
+  }
+}
+
+bool callingThreadAccepted() {
+  return !IsComplete<amd::HostThread>::value || amd::Thread::current() != nullptr;
+}
+
+// Undoes adoptCallingThread: the thread is no amd::Thread again.
+void unbindCallingThread(amd::Thread* made) {
+  if (made == nullptr) {
+    return;
+  }
+  if (amd::Thread::current() == made) {
+    amd::details::thread_ = nullptr;
+  }
+  delete made;
+}
+
+// The registration of a library thread (main listener or helper), kept for
+// the thread's life and deleted when it ends, so listener threads that stop
+// and start again leave nothing behind.
+struct LibraryThreadRegistration {
+  amd::Thread* made = nullptr;
+  ~LibraryThreadRegistration() { unbindCallingThread(made); }
+};
+
+// Before a service on a library thread takes a ROCclr lock. False: the
+// thread cannot be made one ROCclr accepts (out of memory); take no lock.
+bool enterLibraryThread() {
+  thread_local LibraryThreadRegistration registration;
+  if (registration.made == nullptr) {
+    registration.made = adoptCallingThread();
+  }
+  return callingThreadAccepted();
+}
+
+// For an entry from a thread that is not the library's (enable, disable,
+// fork): ROCclr's callers are amd::Threads already; any other thread is one
+// for the call only.
+class ScopedAcceptedThread {
+ public:
+  ScopedAcceptedThread() : made_(adoptCallingThread()) {}
+  ~ScopedAcceptedThread() { unbindCallingThread(made_); }
+  ScopedAcceptedThread(const ScopedAcceptedThread&) = delete;
+  ScopedAcceptedThread& operator=(const ScopedAcceptedThread&) = delete;
+  bool accepted() const { return callingThreadAccepted(); }
+
+ private:
+  amd::Thread* made_;
+};
+
+// A service's failure log, which must not throw into the library.
+void logServiceFailure(const char* what) noexcept {
+#if defined(__cpp_exceptions)
+  try {
+#endif
+    ClPrint(amd::LOG_ERROR, amd::LOG_ALWAYS, "Hostcall: %s", what);
+#if defined(__cpp_exceptions)
+  } catch (...) {
+  }
+#endif
+}
+
 #if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
 constexpr bool kRoutesSanitizer = true;
 #else
@@ -179,12 +293,30 @@ void devmemFree(amd::Device& dev, uint64_t address) {
   mem->release();
 }
 
+// Undoes a half-made allocation when it is left early (a failure or an
+// exception): out of MemObjMap if it got in, then released.
+struct PendingBlock {
+  amd::Memory* mem;
+  void* key = nullptr;
+  ~PendingBlock() {
+    if (mem == nullptr) {
+      return;
+    }
+    if (key != nullptr) {
+      amd::MemObjMap::RemoveMemObj(key);
+    }
+    mem->release();
+  }
+};
+
 uint64_t devmemAllocate(amd::Device& dev, uint64_t size) {
   amd::Context& ctx = dev.context();
+  // ROCclr's operator new throws on failure; null is checked as ROCclr does.
   amd::Buffer* buf = newDeviceBuffer<amd::Buffer>(ctx, static_cast<size_t>(size));
   if (buf == nullptr) {
     return 0;
   }
+  PendingBlock pending{buf};
   uint64_t va = 0;
   if (buf->create()) {
     device::Memory* dm = buf->getDeviceMemory(dev);
@@ -193,11 +325,13 @@ uint64_t devmemAllocate(amd::Device& dev, uint64_t size) {
     }
   }
   if (va == 0) {
-    buf->release();
     return 0;
   }
-  amd::MemObjMap::AddMemObj(reinterpret_cast<void*>(static_cast<uintptr_t>(va)), buf);
+  void* key = reinterpret_cast<void*>(static_cast<uintptr_t>(va));
+  amd::MemObjMap::AddMemObj(key, buf);
+  pending.key = key;
   trackHostcallMemory(dev, buf);
+  pending.mem = nullptr;
   return va;
 }
 
@@ -210,6 +344,11 @@ int32_t serveDevmemLane(void* user_data, void* buffer, uint32_t service, uint32_
 #if defined(__cpp_exceptions)
   try {
 #endif
+    if (!enterLibraryThread()) {
+      logServiceFailure("DEVMEM request not served: the listener thread is no amd::Thread");
+      slot[0] = 0;
+      return 0;
+    }
     amd::ScopedLock lock(listenerLock);
     if (slot[0] == 0 && slot[1] == 0) {
       LogPrintfError("Hostcall: %s", "DEVMEM request with address and size both 0; answered 0");
@@ -223,9 +362,11 @@ int32_t serveDevmemLane(void* user_data, void* buffer, uint32_t service, uint32_
     return 0;
 #if defined(__cpp_exceptions)
   } catch (...) {
-    // Never unwind into the library: the lane gets the error value.
-    ClPrint(amd::LOG_ERROR, amd::LOG_ALWAYS, "Hostcall: %s", "DEVMEM request failed (exception)");
-    return 1;
+    // Never unwind into the library, and answer 0, "no memory": an error
+    // value would reach the device heap as a block's address.
+    logServiceFailure("DEVMEM request failed (exception); answered 0");
+    slot[0] = 0;
+    return 0;
   }
 #endif
 }
@@ -240,6 +381,10 @@ int32_t serveSanitizerPacket(void* user_data, amdgpu_dropin_hostcall_packet_t* p
 #if defined(__cpp_exceptions)
   try {
 #endif
+    if (!enterLibraryThread()) {
+      logServiceFailure("SANITIZER report not served: the listener thread is no amd::Thread");
+      return 1;
+    }
     amd::ScopedLock lock(listenerLock);
     amd::Payload payload;
     std::memcpy(&payload, packet->slots, sizeof(payload));
@@ -248,7 +393,7 @@ int32_t serveSanitizerPacket(void* user_data, amdgpu_dropin_hostcall_packet_t* p
     return 0;
 #if defined(__cpp_exceptions)
   } catch (...) {
-    ClPrint(amd::LOG_ERROR, amd::LOG_ALWAYS, "Hostcall: %s", "SANITIZER report failed (exception)");
+    logServiceFailure("SANITIZER report failed (exception)");
     return 1;
   }
 #endif
@@ -278,18 +423,41 @@ size_t printToStdio(void* user_data, void* buffer, uint32_t stream, const char* 
 
 // fork: the child must not inherit listenerLock held by another thread
 // (the listener inside a DEVMEM service), and inherits no enabled buffer
-// (the library's listener state stays with the parent).
-void beforeFork() { listenerLock.lock(); }
-void afterForkInParent() { listenerLock.unlock(); }
+// (the library's listener state stays with the parent). The forking thread
+// may be no amd::Thread: it is one from prepare to the parent's and the
+// child's handler.
+thread_local amd::Thread* forkAdopted = nullptr;
+thread_local bool forkLocked = false;
+
+void beforeFork() {
+  forkAdopted = adoptCallingThread();
+  forkLocked = callingThreadAccepted();
+  if (forkLocked) {
+    listenerLock.lock();
+  }
+}
+
+void leaveFork() {
+  if (forkLocked) {
+    listenerLock.unlock();
+    forkLocked = false;
+  }
+  unbindCallingThread(forkAdopted);
+  forkAdopted = nullptr;
+}
+
+void afterForkInParent() { leaveFork(); }
+
 void afterForkInChild() {
   // The parent's records name buffers this process has not enabled; their
-  // objects stay the parent's (leaked here, never released twice).
+  // objects stay the parent's (leaked here, never released twice). The
+  // child has one thread: this holds even where prepare could not lock.
   auto* parents = new std::map<void*, Enabled>();
   parents->swap(enabledBuffers());
 #if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
   uriLocator = nullptr;
 #endif
-  listenerLock.unlock();
+  leaveFork();
 }
 
 void installForkHandlers() {
@@ -400,9 +568,21 @@ size_t getHostcallBufferSize(uint32_t num_packets) {
 
 uint32_t getHostcallBufferAlignment() { return amdgpu_dropin_hostcall_buffer_alignment(kProtocol); }
 
+namespace {
+bool rejectUnacceptedThread(void* buffer) {
+  ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register hostcall buffer %p: %s", buffer,
+          "the calling thread cannot be made an amd::Thread");
+  return false;
+}
+}  // namespace
+
 #if defined(USE_NEW_HOSTCALL_IMPL)
 bool enableHostcalls(const amd::Device& dev, void* buffer, uint32_t numPackets,
                      amd::Memory* occupiedMem) {
+  ScopedAcceptedThread thread;
+  if (!thread.accepted()) {
+    return rejectUnacceptedThread(buffer);
+  }
   // As ROCclr: no bitmap, or one without a device address, is a failure.
   device::Memory* dm = occupiedMem != nullptr ? occupiedMem->getDeviceMemory(dev) : nullptr;
   uint64_t va = dm != nullptr ? dm->virtualAddress() : 0;
@@ -424,11 +604,24 @@ bool enableHostcalls(const amd::Device& dev, void* buffer, uint32_t numPackets,
 }
 #else
 bool enableHostcalls(const amd::Device& dev, void* buffer, uint32_t numPackets) {
+  ScopedAcceptedThread thread;
+  if (!thread.accepted()) {
+    return rejectUnacceptedThread(buffer);
+  }
   return enable(dev, buffer, numPackets, nullptr, nullptr);
 }
 #endif
 
 void disableHostcalls(void* buffer) {
+  ScopedAcceptedThread thread;
+  if (!thread.accepted()) {
+    // No ROCclr lock can be taken: the library's disable still makes the
+    // buffer safe to free; this file's record and the bitmap are kept.
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Unregistering hostcall buffer %p: %s", buffer,
+            "the calling thread cannot be made an amd::Thread; its record is kept");
+    amdgpu_dropin_hostcall_disable(buffer, nullptr);
+    return;
+  }
   {
     amd::ScopedLock lock(listenerLock);
     if (enabledBuffers().count(buffer) == 0) {

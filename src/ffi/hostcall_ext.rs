@@ -7,16 +7,15 @@
 #![cfg(not(loom))]
 
 use core::ffi::{c_char, c_void};
-use std::sync::Arc;
-
-use hsa_sys::{hsa_agent_t, hsa_amd_memory_pool_t};
 
 use static_assertions::const_assert_eq;
 
 use crate::ffi::panic::{ffi_boundary, PanicFallback};
-use crate::hostcall::protocol::packet::{amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn};
+use crate::hostcall::protocol::host_packet::{
+    amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn,
+};
 use crate::hostcall::protocol::payload::BUFFER_ALIGNMENT;
-use crate::hostcall::services::devmem::{DevmemBook, DevmemService, HsaPool, PoolError};
+use crate::hostcall::services::devmem::{self, PoolError};
 use crate::hostcall::services::handlers::{self, Handler, HandlerError, PrintfSinkFn};
 use crate::hostcall::services::{ids, printf};
 use crate::hostcall::{DisableError, EnableError};
@@ -82,8 +81,7 @@ pub enum amdgpu_dropin_hostcall_status_t {
     /// The buffer is not enabled (unknown or already disabled).
     AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED = 10,
     /// The buffer was disabled from inside one of its own services, which
-    /// the calling thread is still running: enable it after that service
-    /// has returned.
+    /// the calling thread is still running (see the top of this header).
     AMDGPU_DROPIN_HOSTCALL_ERROR_BUSY = 11,
 }
 
@@ -373,30 +371,13 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
             if handles.contains(&0) {
                 return Err(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
             }
-            let agents = handles.iter().map(|&handle| hsa_agent_t { handle }).collect();
-            let pool = HsaPool::new(hsa_amd_memory_pool_t { handle: pool_handle }, agents).map_err(|e| {
-                crate::log!(Level::Error, "amdgpu_dropin_hostcall_devmem_enable: {e}");
-                Status::from(&e)
-            })?;
-            // One book per pool and agents: every buffer served from them
-            // shares its blocks (device malloc's heap is the device's).
-            let mut key = handles.to_vec();
-            key.sort_unstable();
-            key.insert(0, pool_handle);
-            handlers::table()
-                .register_with(ids::SERVICE_DEVMEM, scope, |registrations| {
-                    let shared = registrations.iter().find_map(|r| match &r.handler {
-                        Handler::Builtin(s) => s
-                            .as_any()
-                            .downcast_ref::<DevmemService<HsaPool>>()
-                            .filter(|s| s.book().key() == key.as_slice())
-                            .map(|s| Arc::clone(s.book())),
-                        _ => None,
-                    });
-                    let book = shared.unwrap_or_else(|| Arc::new(DevmemBook::new(pool, key)));
-                    Handler::Builtin(Arc::new(DevmemService::with_book(book, scope)))
-                })
-                .map_err(Status::from)
+            devmem::register_default(scope, pool_handle, handles).map_err(|e| match e {
+                devmem::RegisterError::Pool(e) => {
+                    crate::log!(Level::Error, "amdgpu_dropin_hostcall_devmem_enable: {e}");
+                    Status::from(&e)
+                }
+                devmem::RegisterError::Handler(e) => Status::from(e),
+            })
         })();
         report("amdgpu_dropin_hostcall_devmem_enable", ids::SERVICE_DEVMEM, buffer, result)
     })

@@ -13,13 +13,12 @@ use core::ffi::c_void;
 use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t;
 use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t as Status;
 use crate::ffi::panic::ffi_boundary;
-use crate::hostcall::protocol::phase_bit::layout as phase_layout;
 use crate::hostcall::{self, Protocol};
 use crate::log::Level;
 
 /// The hostcall protocols. The device code using a buffer must have been
 /// built for the protocol the buffer is enabled with.
-// The C values; `Protocol::from_id` reads them (pinned by a unit test).
+// The C values; `Protocol`'s discriminants are pinned to them below.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(dead_code)]
@@ -42,13 +41,22 @@ pub enum amdgpu_dropin_hostcall_protocol_t {
     AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT = 1,
 }
 
+static_assertions::const_assert_eq!(
+    Protocol::Classic as u32,
+    amdgpu_dropin_hostcall_protocol_t::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC as u32
+);
+static_assertions::const_assert_eq!(
+    Protocol::PhaseBit as u32,
+    amdgpu_dropin_hostcall_protocol_t::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT as u32
+);
+
 /// Bytes a hostcall buffer of `num_packets` packets occupies in `protocol`
 /// (an `amdgpu_dropin_hostcall_protocol_t` value); 0 for an unknown protocol.
 /// For the classic protocol the same as `getHostcallBufferSize`.
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_hostcall_buffer_size(protocol: u32, num_packets: u32) -> usize {
     ffi_boundary!("amdgpu_dropin_hostcall_buffer_size", {
-        Protocol::from_id(protocol, 0).map_or(0, |protocol| protocol.buffer_size(num_packets))
+        Protocol::from_id(protocol).map_or(0, |protocol| protocol.buffer_size(num_packets))
     })
 }
 
@@ -57,7 +65,7 @@ pub extern "C" fn amdgpu_dropin_hostcall_buffer_size(protocol: u32, num_packets:
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_hostcall_buffer_alignment(protocol: u32) -> u32 {
     ffi_boundary!("amdgpu_dropin_hostcall_buffer_alignment", {
-        Protocol::from_id(protocol, 0).map_or(0, |protocol| protocol.alignment() as u32)
+        Protocol::from_id(protocol).map_or(0, |protocol| protocol.alignment() as u32)
     })
 }
 
@@ -67,9 +75,7 @@ pub extern "C" fn amdgpu_dropin_hostcall_buffer_alignment(protocol: u32) -> u32 
 /// GPU), 4-aligned, zeroed; the library never reads or writes it.
 #[no_mangle]
 pub extern "C" fn amdgpu_dropin_hostcall_occupancy_size(num_packets: u32) -> usize {
-    ffi_boundary!("amdgpu_dropin_hostcall_occupancy_size", {
-        phase_layout::occupancy_words(num_packets) * core::mem::size_of::<u32>()
-    })
+    ffi_boundary!("amdgpu_dropin_hostcall_occupancy_size", { Protocol::PhaseBit.occupancy_size(num_packets) })
 }
 
 /// Initializes `buffer` for `protocol` and registers it with the listener,
@@ -90,13 +96,9 @@ pub extern "C" fn amdgpu_dropin_hostcall_occupancy_size(num_packets: u32) -> usi
 /// a bitmap inside the buffer, a bitmap for classic, too few packets, an unknown protocol, a range that
 /// wraps the address space), `_ERROR_ALREADY_ENABLED`, `_ERROR_HSA` (no HSA
 /// runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
-/// thread cannot start), `_ERROR_BUSY` (see below). Every error is logged.
-///
-/// Re-enabling a buffer disabled from inside one of its own services: from
-/// that service (the thread still inside the buffer) it is refused with
-/// `_ERROR_BUSY` and nothing changes (the running packet is answered once;
-/// enable the buffer again after the service returned); from any other
-/// thread enable first waits until the listener has left the buffer.
+/// thread cannot start), `_ERROR_BUSY` (disabled from inside one of its own
+/// services, which this thread still runs: see "Disabling from inside a
+/// buffer's own service" at the top of this header). Every error is logged.
 ///
 /// # Safety
 /// `buffer` must be valid for reads and writes of the buffer size until
@@ -111,7 +113,7 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_enable(
     occupancy: *mut u32,
 ) -> amdgpu_dropin_hostcall_status_t {
     ffi_boundary!("amdgpu_dropin_hostcall_enable", {
-        let chosen = match (Protocol::from_id(protocol, occupancy as usize), occupancy.is_null()) {
+        let chosen = match (Protocol::from_id(protocol), occupancy.is_null()) {
             (Some(Protocol::Classic), false) => {
                 Err("the classic protocol takes no occupancy bitmap".to_string())
             }
@@ -119,9 +121,11 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_enable(
             (None, _) => Err(format!("unknown protocol {protocol}")),
         };
         let result = match chosen {
-            // SAFETY: forwarded caller contract (see `# Safety`).
-            Ok(chosen) => unsafe { hostcall::enable_with(buffer, num_packets, queue, chosen) }
-                .map_err(|e| (Status::from(&e), e.to_string())),
+            Ok(chosen) => {
+                // SAFETY: forwarded caller contract (see `# Safety`).
+                unsafe { hostcall::enable_with(buffer, num_packets, queue, chosen, occupancy as usize) }
+                    .map_err(|e| (Status::from(&e), e.to_string()))
+            }
             Err(text) => Err((Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, text)),
         };
         match result {
@@ -141,7 +145,8 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_enable(
 /// Unregisters a buffer enabled in either protocol (as `disableHostcalls`,
 /// with a status): when it returns the listener no longer touches the buffer
 /// (nor its occupancy bitmap, which it never touches), except when called
-/// from a service of that same buffer (see `disableHostcalls`).
+/// from a service of that same buffer (see "Disabling from inside a buffer's
+/// own service" at the top of this header).
 ///
 /// Errors: `_ERROR_INVALID_ARGUMENT` (NULL buffer), `_ERROR_NOT_ENABLED`.
 ///
@@ -171,19 +176,20 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_disable(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hostcall::protocol::phase_bit::layout as phase_layout;
 
     #[test]
     fn the_c_protocol_values_name_the_protocols() {
         use amdgpu_dropin_hostcall_protocol_t as Id;
         assert_eq!(
-            Protocol::from_id(Id::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC as u32, 0),
+            Protocol::from_id(Id::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC as u32),
             Some(Protocol::Classic)
         );
         assert_eq!(
-            Protocol::from_id(Id::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT as u32, 64),
-            Some(Protocol::PhaseBit { occupied: 64 })
+            Protocol::from_id(Id::AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT as u32),
+            Some(Protocol::PhaseBit)
         );
-        assert_eq!(Protocol::from_id(2, 0), None);
+        assert_eq!(Protocol::from_id(2), None);
     }
 
     #[test]

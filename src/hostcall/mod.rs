@@ -6,19 +6,22 @@
 //! Three wings over a small base, each importing only downwards:
 //!
 //! * `protocol/` — the wire protocols: layouts, buffer views in device
-//!   memory, serving steps, the packet view services see;
+//!   memory, serving steps, the one visit of a buffer, the packet view
+//!   services see;
 //! * `services/` — what a request asks for: FUNCTION_CALL, PRINTF,
 //!   registered handlers, DEVMEM, SANITIZER, the error answer; `services::ids`
 //!   holds every service id;
 //! * `listener/` — the threads, the doorbell, the waiting strategy, the
 //!   slow-buffer classifier;
 //! * base: `gate` (the registration gate), `process` (exit, fork epoch,
-//!   listener-thread flags), `sync` (std or loom atomics), `tunables`,
+//!   listener-thread flags), `snapshot` (lists published to lock-free
+//!   readers), `sync` (std or loom atomics), `test_hooks`, `tunables`,
 //!   `waiting`, and `registry` (enable/disable, listener lifetime,
 //!   exit/fork/unload hooks) on top.
 //!
-//! Under `--cfg loom` only the model-checked parts are built (the protocols,
-//! the gate, the call gate, the helper bell: `tests/loom_*.rs`).
+//! Under `--cfg loom` only the model-checked parts (the protocols, the gate,
+//! the call gate, the helper bell: `tests/loom_*.rs`) and the plain base
+//! files are built.
 
 #[doc(hidden)]
 pub mod gate;
@@ -41,15 +44,17 @@ pub mod listener {
     pub mod helper_bell;
 }
 #[cfg(not(loom))]
-mod listener;
+#[doc(hidden)]
+pub mod listener;
 
 #[cfg(not(loom))]
 mod process;
 #[cfg(not(loom))]
 mod registry;
+mod snapshot;
 #[cfg(not(loom))]
+mod test_hooks;
 mod tunables;
-#[cfg(not(loom))]
 mod waiting;
 
 #[cfg(not(loom))]

@@ -136,3 +136,31 @@ impl<T> ForkLocal<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fork_local_is_made_once_per_epoch() {
+        static VALUE: ForkLocal<u32> = ForkLocal::new();
+        assert_eq!(VALUE.get(), None, "not made yet");
+        assert_eq!(*VALUE.get_or_make(|| 7), 7);
+        assert_eq!(*VALUE.get_or_make(|| unreachable!("made once")), 7);
+        assert_eq!(VALUE.get(), Some(&7));
+    }
+
+    #[test]
+    fn this_threads_listener_and_gate_are_told_apart_from_others() {
+        let (gate, other) = (Gate::new(), Gate::new());
+        assert!(!serving_on_this_thread(&gate) && !on_any_listener_thread());
+        SERVING.with(|c| c.set(&gate as *const Gate as usize));
+        CURRENT.with(|c| c.set(0x1000));
+        assert!(serving_on_this_thread(&gate) && !serving_on_this_thread(&other));
+        assert!(on_listener_thread(0x1000 as *const u8) && !on_listener_thread(0x2000 as *const u8));
+        assert!(on_any_listener_thread());
+        std::thread::spawn(move || assert!(!on_any_listener_thread(), "another thread")).join().unwrap();
+        SERVING.with(|c| c.set(0));
+        CURRENT.with(|c| c.set(0));
+    }
+}

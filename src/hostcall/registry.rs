@@ -8,73 +8,22 @@
 //! held for list updates and listener start, never while a service runs and
 //! never while waiting for the listener). The listener never takes it.
 //!
-//! # Decisions (documented behaviour)
-//!
-//! * Packet count < 2 → enable returns false. With one packet the index mask
-//!   is 0, so the only packet's tagged pointers are its tags alone and the
-//!   free stack's "empty" value 0 is indistinguishable from packet 0 with tag
-//!   0: the device protocol needs n ≥ 2 (upstream assumes it silently).
-//! * NULL or not 8-aligned buffer, or a range that wraps the address space →
-//!   false.
-//! * Phase-bit buffers (`enable_with`, `Protocol::PhaseBit`): one packet is
-//!   enough (no tagged pointers); the occupancy bitmap must be non-NULL,
-//!   4-aligned and outside the buffer, and is never read or written by the host (only its address
-//!   goes into the buffer). Disabling works the same for both protocols: a
-//!   buffer disabled while requests wait gets one warning that they are
-//!   abandoned (phase-bit: packets whose phases differ), with no count.
-//! * Enabling a buffer that is already enabled → false, logged; the first
-//!   registration stays intact and the buffer is not re-initialized (waves may
-//!   be using it). A buffer overlapping another enabled buffer → false.
-//! * Enabling a buffer (or a range overlapping one) that was disabled from
-//!   inside one of its own services while that service still runs: from the
-//!   thread running it → refused (`StillServing`, logged, nothing changed;
-//!   enable it after the service returned); from another thread → enable
-//!   first waits until the listener has left the old buffer (its answer is
-//!   written back), as disable waits. Initializing it earlier would serve the
-//!   old packet twice (phase-bit) or lose its answer (classic).
-//! * Disabling a NULL, unknown or already disabled buffer → no-op, logged.
-//!   A `queue` different from the one given at enable is logged and ignored
-//!   (the buffer address is the key).
-//! * When `disableHostcalls` returns, the listener no longer touches the
-//!   buffer; it waits for a packet of that buffer being served at that moment
-//!   (only that buffer's). Exception: called from a hostcall service of that
-//!   same buffer, it cannot wait for itself; the listener stops touching the
-//!   buffer once that service returns and READY is cleared. Called from a
-//!   service of *another* buffer it waits like any caller, since the main
-//!   listener and the slow-buffer helper serve in parallel (two services that
-//!   disable each other's buffers at the same moment would wait forever).
-//! * The last disable stops the listener, joins it (bounded by
-//!   `STOP_TIMEOUT`, else it is left to finish on its own) and destroys the
-//!   doorbell signal; the next enable starts a fresh one.
-//! * Process exit with buffers enabled: an exit handler (atexit, registered
-//!   when the first listener starts, so it runs before the HSA runtime's
-//!   teardown) sets `EXITING`, rings the doorbell if HSA still answers, and
-//!   waits up to `EXIT_TIMEOUT` for listeners to leave their loop: an idle
-//!   listener leaves at once, a busy one after the packet it is serving.
-//!   The `.fini_array` hook repeats this without any HSA call (the runtime
-//!   may be gone by then). Later enables return false. `_exit` runs neither.
-//! * fork: the child starts with no buffers, no listener and no registered
-//!   handlers or DEVMEM books (the parent's are not the child's; disabling a
-//!   parent's buffer there is "unknown"); enable in the child starts its own
-//!   listener and signal. The child handler replaces every process-wide
-//!   state that has a lock (see docs/process.md), so no lock a parent's
-//!   thread held at the fork is ever taken in the child.
-//! * dlclose: once a listener has been started the library pins itself
-//!   (RTLD_NODELETE), so it is never unmapped under a running thread; it stays
-//!   loaded until the process exits.
+//! What enable and disable accept, refuse and wait for, and what exit, fork
+//! and dlclose do, is documented behaviour: docs/behaviour.md and the C
+//! headers state it; docs/process.md has exit and fork.
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Once};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::gate::Gate;
 use super::listener::{self, Entry, Listener, SignalApi};
 use super::process::{self, ForkLocal, EXITING, IN_DOORBELL_WAIT, LIVE_THREADS};
-use super::protocol::phase_bit::layout as phase_layout;
 use super::protocol::Buffer;
 pub use super::protocol::Protocol;
+use super::waiting;
 use crate::log::Level;
 
 /// Longest the last `disableHostcalls` waits for the listener thread to end
@@ -117,7 +66,7 @@ impl core::fmt::Display for EnableError {
                 write!(
                     f,
                     "buffer {a:#x} is not aligned to {} bytes",
-                    crate::hostcall::protocol::payload::BUFFER_ALIGNMENT
+                    super::protocol::payload::BUFFER_ALIGNMENT
                 )
             }
             EnableError::TooFewPackets(n) => {
@@ -208,10 +157,11 @@ fn lock(state: &State) -> std::sync::MutexGuard<'_, Control> {
 /// As `enable_with`.
 pub unsafe fn enable(buffer: *mut c_void, packets: u32, queue: *const c_void) -> Result<(), EnableError> {
     // SAFETY: forwarded contract.
-    unsafe { enable_with(buffer, packets, queue, Protocol::Classic) }
+    unsafe { enable_with(buffer, packets, queue, Protocol::Classic, 0) }
 }
 
-/// Registers `buffer` (initializing it for `protocol`) and starts the
+/// Registers `buffer` (initializing it for `protocol`, with the occupancy
+/// bitmap at `occupied` for phase-bit, 0 for classic) and starts the
 /// listener if needed.
 ///
 /// # Safety
@@ -223,6 +173,7 @@ pub unsafe fn enable_with(
     packets: u32,
     queue: *const c_void,
     protocol: Protocol,
+    occupied: usize,
 ) -> Result<(), EnableError> {
     let base = NonNull::new(buffer.cast::<u8>()).ok_or(EnableError::NullBuffer)?;
     let key = base.as_ptr() as usize;
@@ -234,14 +185,8 @@ pub unsafe fn enable_with(
     }
     let size = protocol.buffer_size(packets);
     let end = key.checked_add(size).ok_or(EnableError::AddressRange)?;
-    if let Protocol::PhaseBit { occupied } = protocol {
-        // The bitmap must lie outside the buffer: waves set its bits while
-        // the host reads and writes the buffer.
-        let bitmap_end = occupied.checked_add(phase_layout::occupancy_words(packets) * 4);
-        let inside = bitmap_end.is_some_and(|bitmap_end| occupied < end && key < bitmap_end);
-        if occupied == 0 || occupied % core::mem::align_of::<u32>() != 0 || bitmap_end.is_none() || inside {
-            return Err(EnableError::BadOccupancy(occupied));
-        }
+    if !protocol.accepts_occupancy(occupied, packets, key..end) {
+        return Err(EnableError::BadOccupancy(occupied));
     }
     // Relaxed: checked again under the lock below; a hint here.
     if EXITING.load(Ordering::Relaxed) {
@@ -250,11 +195,7 @@ pub unsafe fn enable_with(
 
     let state = state();
     let mut control = lock(state);
-    // A buffer disabled from inside its own service is still being served
-    // until that service returns and its answer is written back: initializing
-    // it now would serve the old packet twice (phase-bit) or lose its answer
-    // (classic). Another thread waits until the listener has left (as
-    // disable does); the thread inside cannot, so it is refused.
+    // Disabled from inside its own service: wait until the listener has left, or refuse the thread inside.
     loop {
         control.draining.retain(|entry| !entry.gate.is_idle());
         let busy =
@@ -287,7 +228,8 @@ pub unsafe fn enable_with(
     let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").listener);
     // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
     // contract covers validity and exclusive protocol access until disable.
-    let entry_buffer = unsafe { Buffer::initialize(protocol, base, packets, shared.doorbell_handle()) };
+    let entry_buffer =
+        unsafe { Buffer::initialize(protocol, base, packets, shared.doorbell_handle(), occupied) };
     let protocol_name = protocol.name();
     control.entries.push(Arc::new(Entry::new(key, entry_buffer, queue as usize)));
     shared.publish(&control.entries);
@@ -304,7 +246,7 @@ pub unsafe fn enable_with(
 }
 
 /// Unregisters `buffer`; after return the listener no longer touches it
-/// (see the module docs for the one exception).
+/// (except when called from a service of that buffer: docs/behaviour.md).
 pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableError> {
     if buffer.is_null() {
         return Err(DisableError::NullBuffer);
@@ -315,8 +257,7 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         let index = control.entries.iter().position(|e| e.key == key).ok_or(DisableError::NotEnabled)?;
         let entry = control.entries.remove(index);
         if !entry.gate.close() && process::serving_on_this_thread(&entry.gate) {
-            // Disabled from inside its own service: the listener is still in
-            // the buffer; an enable of it must not initialize it meanwhile.
+            // Disabled from inside its own service: kept until the listener has left it (see enable).
             control.draining.push(Arc::clone(&entry));
         }
         let shared =
@@ -363,7 +304,7 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
 }
 
 fn wait_until_idle(gate: &Gate, key: usize) {
-    super::waiting::wait_until(
+    waiting::wait_until(
         || gate.is_idle(),
         |waited| {
             crate::log!(
@@ -397,11 +338,7 @@ fn stop_listener(active: ActiveListener, timeout: Duration) {
         drop(thread);
         return;
     }
-    let deadline = Instant::now() + timeout;
-    while !thread.is_finished() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_micros(100));
-    }
-    if thread.is_finished() {
+    if waiting::wait_for(timeout, || thread.is_finished()) {
         if thread.join().is_err() {
             crate::log!(Level::Error, "hostcall: the listener thread ended with a panic");
         }
@@ -481,23 +418,9 @@ fn listener_for_exit() -> Option<Arc<Listener>> {
 fn wait_for_listeners(timeout: Duration) {
     let own = usize::from(process::on_any_listener_thread());
     // Acquire: pairs with the listener's release decrement.
-    wait_bounded(timeout, || LIVE_THREADS.load(Ordering::Acquire) <= own);
+    waiting::wait_for(timeout, || LIVE_THREADS.load(Ordering::Acquire) <= own);
     // SeqCst: see `Listener::doorbell_wait_value` (EXITING was stored SeqCst before).
-    wait_bounded(EXIT_WAIT_FOR_HSA_WAIT, || IN_DOORBELL_WAIT.load(Ordering::SeqCst) == 0);
-}
-
-/// Yields, then sleeps in 200 µs steps, until `done` or `timeout`.
-fn wait_bounded(timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    let mut step = 0u32;
-    while !done() && Instant::now() < deadline {
-        if step < 64 {
-            std::thread::yield_now();
-            step += 1;
-        } else {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
+    waiting::wait_for(EXIT_WAIT_FOR_HSA_WAIT, || IN_DOORBELL_WAIT.load(Ordering::SeqCst) == 0);
 }
 
 /// Runs at dlclose (if the library was never pinned) and at exit after every
@@ -533,3 +456,58 @@ extern "C" fn at_load() {
 #[used]
 #[link_section = ".init_array"]
 static AT_LOAD: extern "C" fn() = at_load;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Enables `len` bytes at `offset` into a zeroed 8-aligned block.
+    fn enable_at(
+        memory: &mut [u64],
+        offset: usize,
+        packets: u32,
+        protocol: Protocol,
+        occupied: usize,
+    ) -> EnableError {
+        let buffer = memory.as_mut_ptr().cast::<u8>().wrapping_add(offset).cast::<c_void>();
+        // SAFETY: every call here is refused before the buffer is touched.
+        unsafe { enable_with(buffer, packets, core::ptr::null(), protocol, occupied) }.expect_err("refused")
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_before_anything_is_touched() {
+        let mut memory = vec![0u64; 4096];
+        let untouched = memory.clone();
+        let bitmap = [0u32; 4];
+        let bitmap_at = bitmap.as_ptr() as usize;
+        // SAFETY: refused at once (NULL).
+        let null = unsafe { enable(core::ptr::null_mut(), 4, core::ptr::null()) };
+        assert_eq!(null, Err(EnableError::NullBuffer));
+        let base = memory.as_ptr() as usize;
+        assert_eq!(enable_at(&mut memory, 4, 4, Protocol::Classic, 0), EnableError::Misaligned(base + 4));
+        assert_eq!(enable_at(&mut memory, 0, 1, Protocol::Classic, 0), EnableError::TooFewPackets(1));
+        assert_eq!(
+            enable_at(&mut memory, 0, 0, Protocol::PhaseBit, bitmap_at),
+            EnableError::TooFewPackets(0)
+        );
+        assert_eq!(enable_at(&mut memory, 0, 4, Protocol::PhaseBit, 0), EnableError::BadOccupancy(0));
+        assert_eq!(
+            enable_at(&mut memory, 0, 4, Protocol::PhaseBit, base + 8),
+            EnableError::BadOccupancy(base + 8)
+        );
+        // SAFETY: refused at once (the range wraps the address space).
+        let wraps = unsafe {
+            enable_with((usize::MAX - 7) as *mut c_void, 4, core::ptr::null(), Protocol::Classic, 0)
+        };
+        assert_eq!(wraps, Err(EnableError::AddressRange));
+        assert!(memory == untouched, "nothing was written");
+    }
+
+    #[test]
+    fn disabling_null_or_an_unknown_buffer_changes_nothing() {
+        assert_eq!(disable(core::ptr::null_mut(), core::ptr::null()), Err(DisableError::NullBuffer));
+        let mut unknown = [0u64; 8];
+        let unknown = unknown.as_mut_ptr().cast::<c_void>();
+        assert_eq!(disable(unknown, core::ptr::null()), Err(DisableError::NotEnabled));
+    }
+}

@@ -1,12 +1,13 @@
-//! The listener's timing constants and the test hook's service id: the one
-//! place the C test suite takes them from. cbindgen generates
-//! `ctest/include/amdgpu_dropin_hostcall_constants.h` from this file (see
-//! build.rs; `tests/headers.rs` catches drift), so no test hard-codes them.
+//! The listener's timing constants: the one place the C test suite takes
+//! them from. cbindgen generates
+//! `ctest/include/amdgpu_dropin_hostcall_constants.h` from this file and
+//! `test_hooks.rs` (see build.rs; `tests/headers.rs` catches drift), so no
+//! test hard-codes them.
 //! Only plain integers and strings here: the Rust code builds its `Duration`s
 //! from them where it uses them.
 
 /// The longest the listener keeps polling after it last found work (µs);
-/// the adaptive window (listener/poll_window.rs) polls only while requests come often.
+/// the adaptive window (listener/pacing.rs) polls only while requests come often.
 pub const POLL_WINDOW_US: u64 = 100;
 
 /// Timeout of the listener's blocked doorbell wait (ms) while requests come:
@@ -44,10 +45,3 @@ pub const SLOW_STREAK: u32 = 3;
 
 /// A buffer on the helper that has been fast for this long comes back (ms).
 pub const SLOW_DEMOTE_AFTER_MS: u64 = 1000;
-
-/// Test hook, only in a library built with the `test-hooks` feature (the C
-/// suite's hook build): requests with this service id panic inside the
-/// service, exercising the per-lane panic catch. The product library answers
-/// it like any unknown id.
-#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))] // the header still carries it
-pub const TEST_PANIC_SERVICE: u32 = 0x7E57_0001;

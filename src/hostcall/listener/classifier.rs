@@ -29,18 +29,16 @@
 //! a stale value means at most one visit by the other thread.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::clock::Nanos;
 use crate::hostcall::tunables;
-
-/// Nanoseconds on a monotonic clock.
-pub type Nanos = u64;
 
 /// A visit of one buffer (draining its ready stack) is *slow* when it took
 /// longer than `SLOW_VISIT + SLOW_PER_PACKET × packets served`: a host
-/// function or a printf that blocks. A full 64-lane FUNCTION_CALL packet with
-/// a trivial function takes 1–2 µs, so ordinary traffic never comes close
-/// (but preemption can, hence `SLOW_STREAK` and the fallback).
+/// function or a printf that blocks. Ordinary traffic (a full packet of a
+/// trivial function) stays far below it (but preemption can reach it, hence
+/// `SLOW_STREAK` and the fallback).
 pub const SLOW_VISIT: Duration = Duration::from_micros(tunables::SLOW_VISIT_US);
 pub const SLOW_PER_PACKET: Duration = Duration::from_micros(tunables::SLOW_PER_PACKET_US);
 
@@ -68,22 +66,6 @@ const fn nanos(d: Duration) -> Nanos {
 pub enum Role {
     Main,
     Helper,
-}
-
-/// A clock for the classifier.
-pub trait Clock {
-    fn now(&self) -> Nanos;
-}
-
-/// The process-wide monotonic clock the listener uses.
-#[derive(Clone, Copy, Default)]
-pub struct MonotonicClock;
-
-impl Clock for MonotonicClock {
-    fn now(&self) -> Nanos {
-        static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        ORIGIN.get_or_init(Instant::now).elapsed().as_nanos() as Nanos
-    }
 }
 
 /// What `BufferClass::record_visit` changed.
@@ -121,13 +103,6 @@ impl BufferClass {
     pub fn on_helper(&self) -> bool {
         // Relaxed: see the module docs (which thread visits, nothing more).
         self.on_helper.load(Ordering::Relaxed)
-    }
-
-    /// Slow visits in a row so far.
-    #[cfg(test)]
-    pub fn streak(&self) -> u32 {
-        // Relaxed: as above.
-        self.streak.load(Ordering::Relaxed)
     }
 
     /// Does a thread of `role` visit this buffer? `helper_stuck` is asked
@@ -233,6 +208,7 @@ impl HelperWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hostcall::listener::clock::{Clock, MonotonicClock};
 
     const FAST: Nanos = 2_000;
     const SLOW: Nanos = 1_000_000;
@@ -310,7 +286,7 @@ mod tests {
         }
         assert_eq!(main_visit(&class, &clock, SLOW), Transition::ToHelper);
         assert!(class.on_helper());
-        assert_eq!(class.streak(), 0);
+        assert_eq!(class.streak.load(Ordering::Relaxed), 0);
         assert!(class.visited_by(Role::Helper, || false));
         assert!(!class.visited_by(Role::Main, || false));
     }
@@ -334,7 +310,7 @@ mod tests {
             assert_eq!(class.record_visit(Role::Main, false, 1, SLOW, t), Transition::None);
             assert_eq!(class.record_visit(Role::Helper, true, 1, SLOW, t), Transition::None);
         }
-        assert_eq!(class.streak(), 0);
+        assert_eq!(class.streak.load(Ordering::Relaxed), 0);
         assert!(!class.on_helper());
     }
 
@@ -344,7 +320,11 @@ mod tests {
         main_visit(&class, &clock, SLOW);
         assert_eq!(class.record_visit(Role::Main, true, 0, SLOW, clock.advance(SLOW)), Transition::None);
         assert_eq!(class.record_visit(Role::Main, true, 0, FAST, clock.advance(FAST)), Transition::None);
-        assert_eq!(class.streak(), 1, "a visit that served nothing neither extends nor breaks the streak");
+        assert_eq!(
+            class.streak.load(Ordering::Relaxed),
+            1,
+            "a visit that served nothing neither extends nor breaks the streak"
+        );
     }
 
     #[test]
@@ -431,7 +411,7 @@ mod tests {
         // A buffer enabled again at the same address gets a new entry.
         let successor = BufferClass::new();
         assert!(!successor.on_helper());
-        assert_eq!(successor.streak(), 0);
+        assert_eq!(successor.streak.load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -444,7 +424,7 @@ mod tests {
         let half = BufferClass::new();
         main_visit(&half, &clock, SLOW);
         half.reset();
-        assert_eq!(half.streak(), 0);
+        assert_eq!(half.streak.load(Ordering::Relaxed), 0);
     }
 
     #[test]

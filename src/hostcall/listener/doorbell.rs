@@ -79,11 +79,7 @@ impl SignalApi {
         // SAFETY: resolved hsa_signal_create; `signal` is writable; NULL consumers with count 0.
         let status = unsafe { (self.create)(1, 0, core::ptr::null(), &mut signal) };
         if status != HSA_STATUS_SUCCESS {
-            return Err(format!(
-                "hsa_signal_create failed: {} ({:#x})",
-                hsa_status_name(status).unwrap_or("unknown status"),
-                status
-            ));
+            return Err(format!("hsa_signal_create failed: {}", crate::hsa::status_text(status)));
         }
         Ok(Doorbell { api: self, signal })
     }
@@ -142,10 +138,7 @@ impl Doorbell {
         if status == HSA_STATUS_SUCCESS {
             Ok(())
         } else {
-            Err(format!(
-                "HSA no longer answers (hsa_system_get_info: {} ({status:#x}))",
-                hsa_status_name(status).unwrap_or("unknown status")
-            ))
+            Err(format!("HSA no longer answers (hsa_system_get_info: {})", crate::hsa::status_text(status)))
         }
     }
 

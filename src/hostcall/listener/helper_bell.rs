@@ -11,7 +11,7 @@
 //! futex wake-up.
 //!
 //! The main listener sees every ring of the doorbell and looks at the
-//! helper's buffers in its scans (`serve_loop::scan`). While a buffer is on
+//! helper's buffers in its scans (`visit::scan`). While a buffer is on
 //! the helper, its wait has the doorbell wait's timeout all the same (a lost
 //! ring); with none, it sleeps until rung.
 //!
@@ -28,6 +28,12 @@ pub struct HelperBell {
     rung: AtomicBool,
     lock: Mutex<()>,
     wake: Condvar,
+}
+
+impl Default for HelperBell {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl HelperBell {

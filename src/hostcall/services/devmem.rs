@@ -42,16 +42,16 @@
 //! starts with no registrations and no books, see docs/process.md).
 
 use core::ffi::c_void;
-use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use hsa_sys::*;
 
-use super::handlers::BuiltinService;
+use super::handlers::{self, BuiltinService, Handler, HandlerError};
+use super::ids::SERVICE_DEVMEM;
 use crate::hostcall::process;
-use crate::hostcall::protocol::packet::HostPacket;
+use crate::hostcall::protocol::host_packet::HostPacket;
 use crate::log::Level;
 
 /// What one lane asks for.
@@ -275,10 +275,6 @@ impl<M: PoolMemory + 'static> DevmemService<M> {
         DevmemService { book, buffer }
     }
 
-    pub fn book(&self) -> &Arc<DevmemBook<M>> {
-        &self.book
-    }
-
     /// Live blocks (and their bytes) made for `buffer` (None: all).
     #[cfg(test)]
     pub fn live(&self, buffer: Option<usize>) -> (usize, u64) {
@@ -306,9 +302,47 @@ impl<M: PoolMemory + 'static> BuiltinService for DevmemService<M> {
         self.book.retire(self.buffer);
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn sharing_key(&self) -> Option<&[u64]> {
+        let key = self.book.key();
+        (!key.is_empty()).then_some(key)
     }
+
+    fn joined(&self, scope: Option<usize>) -> Option<Arc<dyn BuiltinService>> {
+        Some(Arc::new(DevmemService::with_book(Arc::clone(&self.book), scope)))
+    }
+}
+
+/// Why `register_default` refused.
+#[derive(Debug)]
+pub enum RegisterError {
+    /// The pool cannot serve (logged by the caller).
+    Pool(PoolError),
+    Handler(HandlerError),
+}
+
+/// Registers the default DEVMEM service for `scope` (None: every buffer),
+/// serving from the HSA pool `pool` with access for `agents` (handles,
+/// checked non-zero by the caller). Every registration with the same pool
+/// and agents shares one book: the device heap's blocks are the device's,
+/// not one buffer's.
+pub fn register_default(scope: Option<usize>, pool: u64, agents: &[u64]) -> Result<(), RegisterError> {
+    let hsa_agents = agents.iter().map(|&handle| hsa_agent_t { handle }).collect();
+    let memory =
+        HsaPool::new(hsa_amd_memory_pool_t { handle: pool }, hsa_agents).map_err(RegisterError::Pool)?;
+    let mut key = agents.to_vec();
+    key.sort_unstable();
+    key.insert(0, pool);
+    handlers::table()
+        .register_with(SERVICE_DEVMEM, scope, |registrations| {
+            let shared = registrations.iter().find_map(|r| match &r.handler {
+                Handler::Builtin(s) if s.sharing_key() == Some(key.as_slice()) => s.joined(scope),
+                _ => None,
+            });
+            Handler::Builtin(shared.unwrap_or_else(|| {
+                Arc::new(DevmemService::with_book(Arc::new(DevmemBook::new(memory, key)), scope))
+            }))
+        })
+        .map_err(RegisterError::Handler)
 }
 
 //===----------------------------------------------------------------------===//
@@ -355,10 +389,6 @@ impl PoolApi {
     }
 }
 
-fn status_text(status: hsa_status_t) -> String {
-    format!("{} ({status:#x})", hsa_status_name(status).unwrap_or("unknown status"))
-}
-
 /// Device memory from one HSA memory pool, accessible to the listed agents.
 pub struct HsaPool {
     api: PoolApi,
@@ -380,7 +410,10 @@ impl HsaPool {
             )
         };
         if status != HSA_STATUS_SUCCESS {
-            return Err(PoolError::BadPool(format!("hsa_amd_memory_pool_get_info: {}", status_text(status))));
+            return Err(PoolError::BadPool(format!(
+                "hsa_amd_memory_pool_get_info: {}",
+                crate::hsa::status_text(status)
+            )));
         }
         if segment != HSA_REGION_SEGMENT_GLOBAL {
             return Err(PoolError::BadPool(format!("segment {segment} is not GLOBAL")));
@@ -408,7 +441,7 @@ impl PoolMemory for HsaPool {
         // SAFETY: resolved hsa_amd_memory_pool_allocate; `ptr` is writable; flags 0.
         let status = unsafe { (self.api.allocate)(self.pool, size, 0, &mut ptr) };
         if status != HSA_STATUS_SUCCESS || ptr.is_null() {
-            return Err(format!("hsa_amd_memory_pool_allocate: {}", status_text(status)));
+            return Err(format!("hsa_amd_memory_pool_allocate: {}", crate::hsa::status_text(status)));
         }
         // SAFETY: resolved hsa_amd_agents_allow_access; `agents` holds
         // `agents.len()` handles; flags must be NULL; `ptr` was just allocated.
@@ -423,7 +456,7 @@ impl PoolMemory for HsaPool {
         if status != HSA_STATUS_SUCCESS {
             // SAFETY: frees the block allocated above, which nothing else knows of.
             unsafe { (self.api.free)(ptr) };
-            return Err(format!("hsa_amd_agents_allow_access: {}", status_text(status)));
+            return Err(format!("hsa_amd_agents_allow_access: {}", crate::hsa::status_text(status)));
         }
         Ok(ptr as u64)
     }
@@ -433,7 +466,7 @@ impl PoolMemory for HsaPool {
         // returned and the service removed from its map (freed once).
         let status = unsafe { (self.api.free)(address as usize as *mut c_void) };
         if status != HSA_STATUS_SUCCESS {
-            return Err(format!("hsa_amd_memory_pool_free: {}", status_text(status)));
+            return Err(format!("hsa_amd_memory_pool_free: {}", crate::hsa::status_text(status)));
         }
         Ok(())
     }

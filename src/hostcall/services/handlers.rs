@@ -6,8 +6,8 @@
 //!
 //! # Serving path without locks
 //!
-//! The table is published as an immutable snapshot (`Arc<[Arc<Registration>]>`)
-//! plus a generation counter, as the buffer registry is: a listener thread
+//! The table is published as an immutable snapshot (`hostcall::snapshot`,
+//! as the buffer registry is): a listener thread
 //! keeps the snapshot it last took in a thread-local cache and takes the
 //! (spin) lock only to clone a new one after the generation moved. Register
 //! and unregister serialize on a std mutex the listener never takes.
@@ -35,15 +35,16 @@
 
 use core::ffi::c_void;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::call_gate::CallGate;
 use super::ids::{SERVICE_FUNCTION_CALL, SERVICE_PRINTF, SERVICE_RESERVED};
 use crate::hostcall::process::ForkLocal;
-use crate::hostcall::protocol::packet::{
+use crate::hostcall::protocol::host_packet::{
     amdgpu_dropin_hostcall_lane_fn, amdgpu_dropin_hostcall_packet_fn, HostPacket,
 };
+use crate::hostcall::snapshot::Published;
 use crate::log::Level;
 
 /// A service implemented in Rust and registered like a C handler (the
@@ -56,8 +57,17 @@ pub trait BuiltinService: Send + Sync {
     /// The service was unregistered and no call of it runs any more (except
     /// one that unregistered it from inside): release everything.
     fn retire(&self);
-    /// For finding a service of a known type among the registrations.
-    fn as_any(&self) -> &dyn core::any::Any;
+    /// What registrations of this kind share with each other (DEVMEM: the
+    /// pool and its sorted agents), if anything.
+    fn sharing_key(&self) -> Option<&[u64]> {
+        None
+    }
+    /// A service for the buffer scope `scope` sharing this one's state (for
+    /// a new registration with the same `sharing_key`).
+    fn joined(&self, scope: Option<usize>) -> Option<Arc<dyn BuiltinService>> {
+        let _ = scope;
+        None
+    }
 }
 
 /// What runs for a registered service.
@@ -107,20 +117,6 @@ pub enum HandlerError {
     AlreadyRegistered,
     /// No handler is registered for this service and buffer scope.
     NotRegistered,
-}
-
-impl core::fmt::Display for HandlerError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            HandlerError::ReservedService(id) => {
-                write!(f, "service {id} is reserved (0) or built in (FUNCTION_CALL, PRINTF)")
-            }
-            HandlerError::AlreadyRegistered => {
-                write!(f, "a handler is already registered for this service and buffer")
-            }
-            HandlerError::NotRegistered => write!(f, "no handler is registered for this service and buffer"),
-        }
-    }
 }
 
 /// True for the ids the library serves itself (they cannot be registered).
@@ -244,10 +240,8 @@ type Snapshot = Arc<[Arc<Registration>]>;
 pub struct HandlerTable {
     /// The registrations; serializes register and unregister.
     control: Mutex<Vec<Arc<Registration>>>,
-    /// The snapshot the listener reads; locked only to clone or replace it.
-    published: spin::Mutex<Snapshot>,
-    /// Bumped (release) after `published` changes; 0 = never changed.
-    generation: AtomicU64,
+    /// The snapshot the listener reads.
+    published: Published<Arc<Registration>>,
 }
 
 thread_local! {
@@ -274,11 +268,7 @@ pub fn table() -> &'static HandlerTable {
 
 impl HandlerTable {
     pub fn new() -> HandlerTable {
-        HandlerTable {
-            control: Mutex::new(Vec::new()),
-            published: spin::Mutex::new(Arc::from(Vec::new())),
-            generation: AtomicU64::new(0),
-        }
+        HandlerTable { control: Mutex::new(Vec::new()), published: Published::new() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Registration>>> {
@@ -288,10 +278,7 @@ impl HandlerTable {
     }
 
     fn publish(&self, registrations: &[Arc<Registration>]) {
-        *self.published.lock() = registrations.to_vec().into();
-        // Release: pairs with `snapshot`'s acquire load; the spin lock orders
-        // the snapshot itself anyway.
-        self.generation.fetch_add(1, Ordering::Release);
+        self.published.publish(registrations);
     }
 
     /// Registers `handler` for `service` on `buffer` (None: every buffer).
@@ -425,8 +412,7 @@ impl HandlerTable {
     /// The handler serving `service` on `buffer_key`: the buffer's own first,
     /// else the one for every buffer.
     pub fn find(&self, service: u32, buffer_key: usize) -> Option<Arc<Registration>> {
-        // Acquire: pairs with `publish`'s release increment.
-        let generation = self.generation.load(Ordering::Acquire);
+        let generation = self.published.generation();
         if generation == 0 {
             return None;
         }
@@ -444,14 +430,14 @@ impl HandlerTable {
                 match &*cache {
                     Some((t, g, snapshot)) if *t == table && *g == generation => lookup(snapshot),
                     _ => {
-                        let snapshot = self.published.lock().clone();
+                        let snapshot = self.published.load();
                         let found = lookup(&snapshot);
                         *cache = Some((table, generation, snapshot));
                         found
                     }
                 }
             })
-            .unwrap_or_else(|_| lookup(&self.published.lock().clone()))
+            .unwrap_or_else(|_| lookup(&self.published.load()))
     }
 
     /// Finds and enters the handler of `service` on `buffer_key`. A handler
@@ -628,9 +614,6 @@ mod tests {
         }
         fn retire(&self) {
             self.retired.store(true, Ordering::SeqCst);
-        }
-        fn as_any(&self) -> &dyn core::any::Any {
-            self
         }
     }
 

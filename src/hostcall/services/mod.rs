@@ -1,4 +1,5 @@
-//! The services behind the packets: FUNCTION_CALL and PRINTF (built in),
+//! The services behind the packets: FUNCTION_CALL (`function_call`) and
+//! PRINTF (`printf`), built in,
 //! the handlers embedders register for other ids (`handlers`, the default
 //! DEVMEM service in `devmem`), the SANITIZER default (`sanitizer`), and the
 //! defined answer to everything else.
@@ -20,6 +21,7 @@
 
 pub mod call_gate;
 pub mod devmem;
+pub mod function_call;
 pub mod handlers;
 pub mod ids;
 pub mod printf;
@@ -28,15 +30,15 @@ pub mod sanitizer;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use self::function_call::function_call;
 use self::handlers::{Handler, Registration};
 use self::ids::{ERROR_VALUE, SERVICE_DEVMEM, SERVICE_FUNCTION_CALL, SERVICE_PRINTF, SERVICE_SANITIZER};
 use self::printf::PrintfService;
-use crate::hostcall::protocol::packet::{HostPacket, LaneRequest, Packet};
-use crate::hostcall::protocol::payload::ANSWER_WORDS;
+use crate::hostcall::protocol::host_packet::HostPacket;
+use crate::hostcall::protocol::packet::Packet;
+use crate::hostcall::protocol::PacketServer;
+use crate::hostcall::test_hooks::TestHooks;
 use crate::log::Level;
-
-/// The FUNCTION_CALL signature: `void f(uint64_t out[2], const uint64_t in[7])`.
-type HostFunction = unsafe extern "C" fn(out: *mut u64, input: *const u64);
 
 /// Unknown ids are logged once each, up to this many distinct ids.
 const MAX_LOGGED_UNKNOWN_IDS: usize = 64;
@@ -45,12 +47,15 @@ pub struct Services {
     printf: PrintfService,
     unknown_logged: spin::Mutex<Vec<u32>>,
     devmem_unserved_logged: AtomicBool,
-    /// Requests with this id panic (test builds only).
-    #[cfg(any(test, feature = "test-hooks"))]
-    panic_service: Option<u32>,
-    /// For a built-in `panic_service`: only this lane panics (None: every lane).
-    #[cfg(any(test, feature = "test-hooks"))]
-    panic_lane: Option<u32>,
+    /// Services that panic on request (tests and the hook build only).
+    pub hooks: TestHooks,
+}
+
+/// The listener's visits hand every packet to `serve_packet`.
+impl PacketServer for &Services {
+    fn serve<P: Packet>(&mut self, packet: &mut P) {
+        self.serve_packet(packet);
+    }
 }
 
 impl Services {
@@ -59,11 +64,7 @@ impl Services {
             printf: PrintfService::new(),
             unknown_logged: spin::Mutex::new(Vec::new()),
             devmem_unserved_logged: AtomicBool::new(false),
-            #[cfg(any(test, feature = "test-hooks"))]
-            panic_service: cfg!(feature = "test-hooks")
-                .then_some(crate::hostcall::tunables::TEST_PANIC_SERVICE),
-            #[cfg(any(test, feature = "test-hooks"))]
-            panic_lane: None,
+            hooks: TestHooks::new(),
         }
     }
 
@@ -76,7 +77,7 @@ impl Services {
         match packet.service() {
             SERVICE_FUNCTION_CALL => self.serve_builtin(packet, |packet, unanswered| {
                 packet.answer_lanes(|lane, request| {
-                    self.test_panic_hook(SERVICE_FUNCTION_CALL, lane);
+                    self.hooks.panic_if_asked(SERVICE_FUNCTION_CALL, Some(lane));
                     let answer = function_call(request);
                     *unanswered &= !(1u64 << lane);
                     answer
@@ -86,7 +87,7 @@ impl Services {
                 let buffer_key = packet.buffer_key();
                 self.serve_builtin(packet, |packet, unanswered| {
                     packet.serve_lanes(|_, lane, slot| {
-                        self.test_panic_hook(SERVICE_PRINTF, lane);
+                        self.hooks.panic_if_asked(SERVICE_PRINTF, Some(lane));
                         self.printf.serve_lane(buffer_key, lane, slot);
                         *unanswered &= !(1u64 << lane);
                     })
@@ -128,20 +129,6 @@ impl Services {
         );
     }
 
-    /// Panics when the test hook asks for it (lane `lane` of service
-    /// `service`); nothing outside test builds.
-    #[inline(always)]
-    fn test_panic_hook(&self, service: u32, lane: u32) {
-        #[cfg(any(test, feature = "test-hooks"))]
-        if self.panic_service == Some(service)
-            && self.panic_lane.map_or(true, |panic_lane| panic_lane == lane)
-        {
-            panic!("amdgpu-dropin test hook: requested panic in service {service:#x} lane {lane}");
-        }
-        #[cfg(not(any(test, feature = "test-hooks")))]
-        let _ = (self, service, lane);
-    }
-
     /// Drops per-buffer state (on disable): printf messages, the buffer's own
     /// handlers, the default DEVMEM blocks it left.
     pub fn forget_buffer(&self, buffer_key: usize) {
@@ -155,10 +142,7 @@ impl Services {
         let service = packet.service;
         let buffer_key = packet.buffer_key();
         let result = catch_unwind(AssertUnwindSafe(|| {
-            #[cfg(any(test, feature = "test-hooks"))]
-            if self.panic_service == Some(service) {
-                panic!("amdgpu-dropin test hook: requested panic in service {service:#x}");
-            }
+            self.hooks.panic_if_asked(service, None);
             match handlers::table().enter(service, buffer_key) {
                 Some(call) => run_handler(call.registration(), packet),
                 None if service == SERVICE_SANITIZER => sanitizer::print_report(packet),
@@ -291,31 +275,6 @@ fn log_handler_failure(service: u32, buffer_key: usize, status: i32, lane: Optio
     }
 }
 
-/// FUNCTION_CALL: slot[0] = address of a `HostFunction`, slot[1..8] its
-/// 7 inputs; returns its 2 outputs, the lane's answer. A NULL address is
-/// answered with `ERROR_VALUE` in slot[0] (slot[1] stays as it was).
-fn function_call(request: LaneRequest<'_>) -> [u64; ANSWER_WORDS] {
-    let address = request.word(0) as usize;
-    if address == 0 {
-        crate::log!(Level::Error, "hostcall: FUNCTION_CALL with a NULL function; lane gets -1");
-        return [ERROR_VALUE, request.word(1)];
-    }
-    let mut out = [0u64; ANSWER_WORDS];
-    // SAFETY: the FUNCTION_CALL contract: device code places in slot[0] the
-    // address of a host function of this process with the `HostFunction`
-    // signature (the host application handed it to the kernel). The address
-    // cannot be verified; `out` is a live array of 2 words and `inputs` the
-    // lane's 7 input words, valid for the call (in device memory the wave
-    // waits and does not write them; read only by the function). A C++
-    // exception escaping the function terminates the process, as with any
-    // `extern "C"` callback.
-    unsafe {
-        let function = core::mem::transmute::<usize, HostFunction>(address);
-        function(out.as_mut_ptr(), request.inputs());
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,7 +332,7 @@ mod tests {
     #[test]
     fn a_panicking_service_is_answered_with_minus_one() {
         let mut services = Services::new();
-        services.panic_service = Some(SERVICE_PRINTF);
+        services.hooks.panic_service = Some(SERVICE_PRINTF);
         let mut packet = HostPacket::new(0x1000, SERVICE_PRINTF, 0b1);
         packet.slots[0] = [5; 8];
         services.serve_packet(&mut packet);
@@ -386,8 +345,8 @@ mod tests {
     #[test]
     fn a_panic_in_the_middle_of_a_packet_keeps_earlier_answers() {
         let mut services = Services::new();
-        services.panic_service = Some(SERVICE_FUNCTION_CALL);
-        services.panic_lane = Some(5);
+        services.hooks.panic_service = Some(SERVICE_FUNCTION_CALL);
+        services.hooks.panic_lane = Some(5);
         let mask = 0b1011_0110_u64 | 1 << 63;
         let mut packet = HostPacket::new(0x1000, SERVICE_FUNCTION_CALL, mask);
         for lane in packet.active_lanes().collect::<Vec<_>>() {
@@ -416,12 +375,12 @@ mod tests {
     fn a_panic_in_the_middle_of_a_device_packet_answers_the_rest_and_releases_it() {
         use crate::hostcall::protocol::classic::buffer::DeviceBuffer;
         use crate::hostcall::protocol::classic::layout;
-        use crate::hostcall::protocol::classic::serve::{device, drain_ready_packets};
+        use crate::hostcall::protocol::classic::serve::{device, take_ready_packets};
         use core::ptr::NonNull;
 
         let mut services = Services::new();
-        services.panic_service = Some(SERVICE_FUNCTION_CALL);
-        services.panic_lane = Some(3);
+        services.hooks.panic_service = Some(SERVICE_FUNCTION_CALL);
+        services.hooks.panic_lane = Some(3);
         let mut memory = vec![0u64; layout::buffer_size(2) / 8];
         // SAFETY: `memory` is 8-aligned, large enough and outlives the view.
         let buffer = unsafe { DeviceBuffer::new(NonNull::new(memory.as_mut_ptr().cast()).unwrap(), 2) };
@@ -431,7 +390,7 @@ mod tests {
         let ptr = device::pop_free(&buffer).unwrap();
         device::fill(&buffer, ptr, SERVICE_FUNCTION_CALL, 0b1_1011, &lanes);
         device::push_ready(&buffer, ptr);
-        let stats = drain_ready_packets(&buffer, |packet| services.serve_packet(packet), || true);
+        let stats = take_ready_packets(&buffer, |packet| services.serve_packet(packet), || true);
         assert_eq!(stats.served, 1);
         assert!(device::is_served(&buffer, ptr), "READY cleared after the panic");
         for lane in [0u32, 1] {
@@ -519,7 +478,7 @@ mod tests {
     #[test]
     fn a_panic_while_serving_an_extension_packet_answers_every_lane() {
         let mut services = Services::new();
-        services.panic_service = Some(5003);
+        services.hooks.panic_service = Some(5003);
         let mut packet = HostPacket::new(0x1000, 5003, 0b101);
         services.serve_packet(&mut packet);
         assert_eq!(

@@ -28,7 +28,7 @@
 
 use std::fmt::Write as _;
 
-use crate::hostcall::protocol::packet::HostPacket;
+use crate::hostcall::protocol::host_packet::HostPacket;
 
 /// Access-info bits set by the `_noabort` report variants.
 const RECOVERABLE_BITS: u64 = 0xFFFF_FFFF_0000_0000;
@@ -73,7 +73,7 @@ pub fn format_report(packet: &HostPacket) -> String {
 pub fn print_report(packet: &HostPacket) {
     let text = format_report(packet);
     if !text.is_empty() {
-        crate::sys::write_all(libc::STDERR_FILENO, text.as_bytes());
+        crate::log::write_out(libc::STDERR_FILENO, text.as_bytes());
     }
 }
 

@@ -1,5 +1,7 @@
-//! Access to a hostcall buffer in device-shared memory: the only module that
-//! turns buffer addresses into memory accesses.
+//! The classic protocol's view of a hostcall buffer in device-shared memory:
+//! its stacks, headers and slots, each reached through the buffer's
+//! `DeviceWords` (`protocol/device_words.rs`, the one place that turns an
+//! offset into a reference).
 //!
 //! Device memory is never a Rust reference to plain data: the GPU (or the
 //! device simulator) writes it concurrently, so every header field is read and
@@ -46,13 +48,32 @@ impl PacketIndex {
     }
 }
 
+/// The packet count, the index mask and the pointer check, the same in the
+/// real and the modelled view (each has `packets` and `index_mask` fields).
+macro_rules! packet_geometry {
+    () => {
+        pub fn packets(&self) -> u32 {
+            self.packets
+        }
+
+        pub fn index_mask(&self) -> u64 {
+            self.index_mask
+        }
+
+        /// The packet a tagged pointer designates, if it exists.
+        pub fn packet_index(&self, ptr: u64) -> Option<PacketIndex> {
+            PacketIndex::checked(ptr, self.index_mask, self.packets)
+        }
+    };
+}
+
 #[cfg(not(loom))]
 pub use real::DeviceBuffer;
 
 #[cfg(loom)]
 pub use model::DeviceBuffer;
 
-crate::hostcall::protocol::packet::slot_access!(DeviceBuffer, PacketIndex);
+crate::hostcall::protocol::pending::slot_access!(DeviceBuffer, PacketIndex);
 
 #[cfg(not(loom))]
 mod real {
@@ -90,18 +111,7 @@ mod real {
             self.words.base()
         }
 
-        pub fn packets(&self) -> u32 {
-            self.packets
-        }
-
-        pub fn index_mask(&self) -> u64 {
-            self.index_mask
-        }
-
-        /// The packet a tagged pointer designates, if it exists.
-        pub fn packet_index(&self, ptr: u64) -> Option<PacketIndex> {
-            PacketIndex::checked(ptr, self.index_mask, self.packets)
-        }
+        packet_geometry!();
 
         // Offsets from `classic/layout.rs`: header fields, or packet fields of a
         // `PacketIndex` < packets; 64-bit fields at multiples of 8, the 32-bit
@@ -284,17 +294,7 @@ mod model {
             Arc::as_ptr(&self.memory) as usize
         }
 
-        pub fn packets(&self) -> u32 {
-            self.packets
-        }
-
-        pub fn index_mask(&self) -> u64 {
-            self.index_mask
-        }
-
-        pub fn packet_index(&self, ptr: u64) -> Option<PacketIndex> {
-            PacketIndex::checked(ptr, self.index_mask, self.packets)
-        }
+        packet_geometry!();
 
         fn packet(&self, index: PacketIndex) -> &Packet {
             &self.memory.packets[index.0 as usize]

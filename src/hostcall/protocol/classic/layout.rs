@@ -152,13 +152,11 @@ pub const fn index_of(ptr: u64, index_mask: u64) -> u64 {
     ptr & index_mask
 }
 
-#[cfg(any(test, loom))]
 /// The tag of a tagged pointer.
 pub const fn tag_of(ptr: u64, index_mask: u64) -> u64 {
     ptr / (index_mask + 1)
 }
 
-#[cfg(any(test, loom))]
 /// The tagged pointer a wave pushes when it returns packet `ptr` to the free
 /// stack: the same index with the tag incremented, never 0.
 pub const fn bump_tag(ptr: u64, index_mask: u64) -> u64 {

@@ -1,5 +1,6 @@
 //! The host side of the classic hostcall protocol, written against the `sync`
-//! shim so `tests/loom_hostcall.rs` model-checks exactly this code.
+//! shim so `tests/loom_hostcall.rs` model-checks exactly this code, through
+//! the listener's own entry (`protocol::Buffer::visit`).
 //!
 //! # Protocol (per wave; ROCm device libraries, "ockl" hostcall)
 //!
@@ -9,9 +10,10 @@
 //! doorbell signal (release) → spin until READY is clear (acquire) → read
 //! slot[0..1] → push the packet back on `free_stack` with its tag bumped.
 //!
-//! Host (`drain_ready`): detach the whole ready stack (swap with 0, acquire) →
-//! for each packet of the detached chain (oldest first when the chain is
-//! short, `drain_ready_packets`): read its `next` *first*, copy each
+//! Host (`take_ready_packets`, after the visit's peek in
+//! `protocol::Buffer::visit`): detach the whole ready stack (swap with 0,
+//! acquire) → for each packet of the detached chain (oldest first when the
+//! chain is short): read its `next` *first*, copy each
 //! active lane's words out, run the service, write the answer words
 //! (slot[0..1]) back, clear READY (release). Once READY is clear the wave owns the packet again and may
 //! recycle it at once, which is why `next` must have been read before.
@@ -41,15 +43,11 @@
 //! the walk: every packet is served at most once per detach.
 
 use super::buffer::{DeviceBuffer, PacketIndex};
-#[cfg(any(test, loom))]
-use super::layout;
 use super::layout::CONTROL_READY;
-#[cfg(any(test, loom))]
-use crate::hostcall::protocol::packet::Packet;
-use crate::hostcall::protocol::packet::Pending;
+use crate::hostcall::protocol::pending::Pending;
 use crate::hostcall::sync::Ordering;
 
-/// What one `drain_ready` call did.
+/// What one `take_ready_packets` call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DrainStats {
     /// Packets served and released (READY cleared).
@@ -69,54 +67,21 @@ impl DrainStats {
     }
 }
 
-/// Detaches `buffer`'s ready stack and serves every packet on it.
-///
-/// `serve(service, lane, slot)` answers one active lane: it gets the lane's 8
-/// words and leaves the answer in them. `keep_going()` is asked between
-/// packets; when it returns false the walk stops (the buffer is being
-/// unregistered) and the packets not yet served are abandoned. (The
-/// listener serves whole packets, `take_ready_packets`; the tests and the
-/// loom model use this per-lane form.)
-#[cfg(any(test, loom))]
-pub fn drain_ready<S, K>(buffer: &DeviceBuffer, mut serve: S, keep_going: K) -> DrainStats
-where
-    S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
-    K: FnMut() -> bool,
-{
-    drain_ready_packets(buffer, |packet| packet.serve_lanes(&mut serve), keep_going)
-}
-
-/// As `drain_ready`, a packet at a time: `serve` gets the packet (its header,
-/// and its lanes one by one or as a whole-packet host copy, `Packet`); READY
-/// is cleared after it returns.
+/// Detaches `buffer`'s ready stack and serves every packet on it, a packet
+/// at a time: `serve` gets the packet (its header, and its lanes one by one
+/// or as a whole-packet host copy, `Packet`); READY is cleared after it
+/// returns. `keep_going()` is asked between packets; when it returns false
+/// the walk stops (the buffer is being unregistered) and the packets not yet
+/// served are abandoned. The caller peeks first, or not
+/// (`protocol::Buffer::visit`).
 ///
 /// Order: the ready stack is last in, first out, so its chain lists the
 /// newest packet first. A chain of at most `FIFO_UP_TO` packets (the usual
 /// case) is served oldest first, so the wave that has waited longest is
 /// answered first. A longer chain is served in chain order: looking ahead
 /// through all of it first costs more listener CPU per packet than it gains
-/// (each `next` is a cache miss the device wrote, chased serially); the
-/// measurements are in docs/performance.md. (The listener peeks itself and
-/// then calls `take_ready_packets`.)
-#[cfg(any(test, loom))]
-pub fn drain_ready_packets<S, K>(buffer: &DeviceBuffer, serve: S, keep_going: K) -> DrainStats
-where
-    S: FnMut(&mut PendingPacket<'_>),
-    K: FnMut() -> bool,
-{
-    // Relaxed peek: an empty stack costs a shared read instead of a write that
-    // would take the device's cache line away. A push we miss here is seen by
-    // the next scan (the listener rescans before it blocks and on timeout).
-    if buffer.ready_stack().load(Ordering::Relaxed) == 0 {
-        return DrainStats::default();
-    }
-    take_ready_packets(buffer, serve, keep_going)
-}
-
-/// `drain_ready_packets` without the peek, for a caller that expects work
-/// (the doorbell moved and this is its only buffer): the swap then takes the
-/// device's cache line once, where a peek and a swap take it twice (a shared
-/// read, then an upgrade).
+/// (each `next` is a cache miss the device wrote, chased serially;
+/// docs/performance.md).
 pub fn take_ready_packets<S, K>(buffer: &DeviceBuffer, mut serve: S, mut keep_going: K) -> DrainStats
 where
     S: FnMut(&mut PendingPacket<'_>),
@@ -163,7 +128,7 @@ where
     stats
 }
 
-/// Chains up to this long are served oldest first (see `drain_ready_packets`).
+/// Chains up to this long are served oldest first (see `take_ready_packets`).
 const FIFO_UP_TO: usize = 16;
 
 /// A walk along a detached ready-stack chain.
@@ -225,13 +190,13 @@ impl ChainWalk {
 pub type PendingPacket<'a> = Pending<'a, DeviceBuffer>;
 
 /// Serves one packet, then hands it back to the wave. `control` is the
-/// packet's control word as read in `drain_ready_packets`.
+/// packet's control word as read in the walk.
 fn serve_packet<S>(buffer: &DeviceBuffer, index: PacketIndex, control: u32, serve: &mut S)
 where
     S: FnMut(&mut PendingPacket<'_>),
 {
     // Relaxed: header fields written before the push, visible through the
-    // acquire swap in `drain_ready`.
+    // acquire swap in `take_ready_packets`.
     let activemask = buffer.activemask(index).load(Ordering::Relaxed);
     let service = buffer.service(index).load(Ordering::Relaxed);
     serve(&mut Pending::new(buffer, index, service, activemask));
@@ -253,6 +218,7 @@ where
 #[cfg(any(test, loom))]
 pub mod device {
     use super::*;
+    use crate::hostcall::protocol::classic::layout;
 
     /// Pops a packet from the free stack; None when it is empty.
     pub fn pop_free(buffer: &DeviceBuffer) -> Option<u64> {
@@ -340,6 +306,8 @@ pub mod device {
 mod tests {
     use super::device::*;
     use super::*;
+    use crate::hostcall::protocol::classic::layout;
+    use crate::hostcall::protocol::packet::Packet;
     use core::ptr::NonNull;
 
     struct TestBuffer {
@@ -355,6 +323,15 @@ mod tests {
         let buf = unsafe { DeviceBuffer::new(base, n) };
         buf.initialize(0);
         TestBuffer { _mem: mem, buf }
+    }
+
+    /// Serves the ready stack lane by lane (`serve(service, lane, slot)`).
+    fn drain_ready<S, K>(buffer: &DeviceBuffer, mut serve: S, keep_going: K) -> DrainStats
+    where
+        S: FnMut(u32, u32, &mut [u64; layout::SLOT_WORDS]),
+        K: FnMut() -> bool,
+    {
+        take_ready_packets(buffer, |packet| packet.serve_lanes(&mut serve), keep_going)
     }
 
     fn lanes_with(seed: u64) -> Vec<[u64; 8]> {
@@ -568,56 +545,5 @@ mod tests {
         );
         assert_eq!(stats.served as usize, FIFO_UP_TO + 2);
         assert!(stats.stopped);
-    }
-
-    fn thread_cpu_ns() -> u64 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: `ts` is a valid, writable timespec.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-
-    /// Host CPU time per full (64-lane) packet through the listener's drain:
-    /// lane by lane in device memory (built-in services) against the
-    /// whole-packet host copy (registered services).
-    /// Run: cargo test --release --lib packet_copy_cost -- --ignored --nocapture
-    #[test]
-    #[ignore = "measurement, not a check"]
-    fn packet_copy_cost() {
-        const ROUNDS: u32 = 200_000;
-        let mut memory = vec![0u64; layout::buffer_size(2) / 8];
-        // SAFETY: `memory` is 8-aligned, large enough and outlives the view.
-        let buffer = unsafe { DeviceBuffer::new(NonNull::new(memory.as_mut_ptr().cast()).unwrap(), 2) };
-        buffer.initialize(0);
-        let lanes = vec![[1u64; 8]; 64];
-        let measure = |whole: bool| {
-            let mut total = 0;
-            for _ in 0..ROUNDS {
-                let ptr = device::pop_free(&buffer).unwrap();
-                device::fill(&buffer, ptr, 9, u64::MAX, &lanes);
-                device::push_ready(&buffer, ptr);
-                let start = thread_cpu_ns();
-                drain_ready_packets(
-                    &buffer,
-                    |p| {
-                        if whole {
-                            p.serve_whole(|copy| copy.for_each_active_lane(|_, _, slot| slot[0] += 1))
-                        } else {
-                            p.serve_lanes(|_, _, slot| slot[0] += 1)
-                        }
-                    },
-                    || true,
-                );
-                total += thread_cpu_ns() - start;
-                device::push_free(&buffer, ptr);
-            }
-            total / u64::from(ROUNDS)
-        };
-        let lanes_ns = measure(false);
-        let whole_ns = measure(true);
-        println!(
-            "per 64-lane packet: lane by lane {lanes_ns} ns, whole-packet copy {whole_ns} ns (thread CPU \
-             time incl. two clock reads, {ROUNDS} rounds)"
-        );
     }
 }

@@ -8,9 +8,9 @@
 //! words, loom `UnsafeCell`s for headers and payload words, so an access not
 //! ordered by the phase handshake is reported as a data race).
 
-use crate::hostcall::protocol::payload::{ANSWER_WORDS, SLOT_WORDS};
 #[cfg(not(loom))]
-use crate::hostcall::protocol::phase_bit::layout;
+use super::layout;
+use crate::hostcall::protocol::payload::{ANSWER_WORDS, SLOT_WORDS};
 use crate::hostcall::sync::AtomicU32;
 
 /// A packet index known to be below the buffer's packet count.
@@ -30,7 +30,7 @@ pub use real::PhaseBuffer;
 #[cfg(loom)]
 pub use model::PhaseBuffer;
 
-crate::hostcall::protocol::packet::slot_access!(PhaseBuffer, PhaseIndex);
+crate::hostcall::protocol::pending::slot_access!(PhaseBuffer, PhaseIndex);
 
 #[cfg(not(loom))]
 mod real {

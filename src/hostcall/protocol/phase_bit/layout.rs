@@ -68,6 +68,13 @@ pub const OCCUPANCY_BITS_PER_WORD: u32 = 32;
 /// of one device (~10 µs).
 pub const DOORBELL_THROTTLE_TICKS: u64 = 1000;
 
+/// The device's steady counter frequency the throttle is counted in.
+const DEVICE_COUNTER_HZ: u64 = 100_000_000;
+
+/// `DOORBELL_THROTTLE_TICKS` in nanoseconds: a wave that posts within this
+/// after another wave's ring may not ring itself.
+pub const DOORBELL_THROTTLE_NS: u64 = DOORBELL_THROTTLE_TICKS * 1_000_000_000 / DEVICE_COUNTER_HZ;
+
 /// The prefix device code reads (for size/offset pins only).
 #[repr(C)]
 pub struct PhasePrefix {

@@ -36,12 +36,12 @@
 //!   host never reads it, so a bit set with no request costs nothing.
 //! * The doorbell is a throttled hint (a wave may not ring at all when another
 //!   rang less than ~10 µs before), so the listener keeps polling until the
-//!   doorbell has been still for twice that (`listener::poll_window`), and its
+//!   doorbell has been still for twice that (`listener::pacing`), and its
 //!   rescan on timeout, not the ring, guarantees progress.
 
 use super::buffer::{PhaseBuffer, PhaseIndex};
-use crate::hostcall::protocol::packet::Pending;
-use crate::hostcall::sync::Ordering;
+use crate::hostcall::protocol::pending::Pending;
+use crate::hostcall::sync::{AtomicU32, Ordering};
 
 /// A narrowed scan is widened to the whole buffer at least this often, so a
 /// request in a high packet waits at most this many visits behind busy low
@@ -67,34 +67,29 @@ impl ScanLimit {
 /// A phase-bit buffer's `ScanLimit`, used only by the thread inside the
 /// buffer's gate: relaxed accesses suffice, the gate's release/acquire orders
 /// one holder's store before the next holder's load.
-#[cfg(not(loom))]
 pub struct ScanCell {
-    limit: core::sync::atomic::AtomicU32,
-    narrowed_visits: core::sync::atomic::AtomicU32,
+    limit: AtomicU32,
+    narrowed_visits: AtomicU32,
 }
 
-#[cfg(not(loom))]
 impl ScanCell {
     pub fn new(packets: u32) -> ScanCell {
         let full = ScanLimit::full(packets);
-        ScanCell {
-            limit: core::sync::atomic::AtomicU32::new(full.limit),
-            narrowed_visits: core::sync::atomic::AtomicU32::new(full.narrowed_visits),
-        }
+        ScanCell { limit: AtomicU32::new(full.limit), narrowed_visits: AtomicU32::new(full.narrowed_visits) }
     }
 
     pub fn get(&self) -> ScanLimit {
         // Relaxed: see the type's docs.
         ScanLimit {
-            limit: self.limit.load(core::sync::atomic::Ordering::Relaxed),
-            narrowed_visits: self.narrowed_visits.load(core::sync::atomic::Ordering::Relaxed),
+            limit: self.limit.load(Ordering::Relaxed),
+            narrowed_visits: self.narrowed_visits.load(Ordering::Relaxed),
         }
     }
 
     pub fn set(&self, scan: ScanLimit) {
         // Relaxed: see the type's docs.
-        self.limit.store(scan.limit, core::sync::atomic::Ordering::Relaxed);
-        self.narrowed_visits.store(scan.narrowed_visits, core::sync::atomic::Ordering::Relaxed);
+        self.limit.store(scan.limit, Ordering::Relaxed);
+        self.narrowed_visits.store(scan.narrowed_visits, Ordering::Relaxed);
     }
 }
 
@@ -202,13 +197,11 @@ where
 
 /// Whether packet `index` holds a request not yet served (its phases
 /// differ). Relaxed: a peek; serving loads the device phase again with acquire.
-#[cfg(not(loom))]
 fn phases_differ(buffer: &PhaseBuffer, index: PhaseIndex) -> bool {
     buffer.device_phase(index).load(Ordering::Relaxed) != buffer.host_phase(index).load(Ordering::Relaxed)
 }
 
 /// Whether any packet holds a request not yet served.
-#[cfg(not(loom))]
 pub fn has_pending(buffer: &PhaseBuffer) -> bool {
     (0..buffer.packets()).filter_map(|i| buffer.index(i)).any(|i| phases_differ(buffer, i))
 }

@@ -181,8 +181,8 @@ impl PrintfService {
 }
 
 /// Hands one whole message to the sink registered for `buffer_key` (or for
-/// every buffer), else writes it to fd 1 or 2 in one `write_all`. Returns the
-/// bytes written.
+/// every buffer), else writes it to fd 1 or 2 in one write (`log::write_out`,
+/// which notes a reader gone). Returns the bytes written.
 fn write_out(buffer_key: usize, stderr: bool, bytes: &[u8]) -> usize {
     if let Some(call) = handlers::table().enter(SERVICE_PRINTF, buffer_key) {
         if let Handler::PrintfSink { function, user_data } = call.registration().handler {
@@ -203,7 +203,7 @@ fn write_out(buffer_key: usize, stderr: bool, bytes: &[u8]) -> usize {
         }
     }
     let fd = if stderr { libc::STDERR_FILENO } else { libc::STDOUT_FILENO };
-    crate::sys::write_all(fd, bytes)
+    crate::log::write_out(fd, bytes)
 }
 
 fn assembly_bit(error: AssemblyError) -> u32 {

@@ -1,5 +1,14 @@
-//! When the listener keeps polling and when it blocks: the adaptive poll
-//! window.
+//! The pace of a listener thread, four small policies, each pure (the caller
+//! passes the times, in nanoseconds on any monotonic clock, so the decisions
+//! are unit-tested with made-up clocks):
+//!
+//! * `PollWindow`    — whether to keep polling after work, or block;
+//! * `YieldPacer`    — how often a polling thread yields its CPU;
+//! * `DoorbellQuiet` — how long the doorbell must be still before blocking
+//!   when a device may post without ringing;
+//! * `IdleTimeout`   — how long a blocked wait lasts before the next look.
+//!
+//! # The poll window
 //!
 //! A blocked doorbell wait costs a wake-up: on a GPU the ring reaches a
 //! blocked listener through an interrupt, tens of microseconds later, and the
@@ -24,17 +33,14 @@
 //!
 //! How long a blocked wait may last before the thread rescans (`IdleTimeout`)
 //! grows while nothing happens, so an idle listener wakes rarely.
-//!
-//! Pure logic: the caller passes the times (nanoseconds on any monotonic
-//! clock), so the decisions are unit-tested with made-up clocks.
 
 use std::time::Duration;
 
 use crate::hostcall::tunables;
 
 /// What one blocked wait's wake-up costs, in latency and CPU together: tens
-/// of microseconds of interrupt latency on a GPU (the benchmark's software
-/// runtime models 20 µs) plus the wake path (futex, scheduler).
+/// of microseconds of interrupt latency on a GPU plus the wake path (futex,
+/// scheduler).
 pub const WAKE_COST_NS: u64 = 50_000;
 
 /// Poll after work only while the estimated gap between requests is below
@@ -102,12 +108,6 @@ impl PollWindow {
         self.last_work_ns = Some(now_ns);
     }
 
-    /// The estimated gap between requests (ns).
-    #[cfg(test)]
-    pub fn gap_estimate_ns(&self) -> u64 {
-        self.gap_estimate_ns
-    }
-
     /// Until when (ns) to keep polling after the last work; None: block now.
     /// The window is three estimated gaps, within
     /// `POLL_WINDOW_MIN_NS..=POLL_WINDOW_MAX_NS`.
@@ -173,18 +173,14 @@ impl YieldPacer {
     }
 }
 
-/// How long the doorbell must stay still before a thread may block while a
-/// phase-bit buffer is enabled: twice the device's ring throttle (1000 ticks
-/// of its 100 MHz counter, 10 µs). A phase-bit wave that posts within the
-/// throttle after another wave's ring does not ring itself; any such post
-/// comes at most one throttle after a ring the thread has seen move the
-/// value, so it is found by the polling this rule keeps up.
-pub const PHASE_BIT_QUIET_NS: u64 =
-    2 * crate::hostcall::protocol::phase_bit::layout::DOORBELL_THROTTLE_TICKS * 1_000_000_000
-        / DEVICE_COUNTER_HZ;
-
-/// The device's steady counter frequency the throttle is counted in.
-const DEVICE_COUNTER_HZ: u64 = 100_000_000;
+/// How long the doorbell must stay still before a thread may block, when a
+/// buffer's device may post without ringing for `unrung_post_window_ns`
+/// after another post's ring (`Buffer::unrung_post_window_ns`): twice that.
+/// Any such post comes at most one window after a ring the thread has seen
+/// move the value, so it is found by the polling this rule keeps up.
+pub const fn quiet_ns(unrung_post_window_ns: u64) -> u64 {
+    2 * unrung_post_window_ns
+}
 
 /// Tracks how long the doorbell value has been unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,13 +203,13 @@ impl DoorbellQuiet {
     }
 
     /// Records the doorbell value seen at `now_ns`; true once it has not
-    /// moved for `PHASE_BIT_QUIET_NS` (a first look counts as a move).
-    pub fn settled(&mut self, value: i64, now_ns: u64) -> bool {
+    /// moved for `quiet_ns(unrung_post_window_ns)` (a first look counts as a move).
+    pub fn settled(&mut self, value: i64, now_ns: u64, unrung_post_window_ns: u64) -> bool {
         if self.value != Some(value) {
             self.value = Some(value);
             self.since_ns = now_ns;
         }
-        now_ns.saturating_sub(self.since_ns) >= PHASE_BIT_QUIET_NS
+        now_ns.saturating_sub(self.since_ns) >= quiet_ns(unrung_post_window_ns)
     }
 }
 
@@ -256,12 +252,6 @@ impl IdleTimeout {
             self.current_ms
         };
         Duration::from_millis(ms)
-    }
-
-    /// Lost rings seen so far (waits that timed out before work was found).
-    #[cfg(test)]
-    pub fn lost_rings(&self) -> u64 {
-        self.lost_rings
     }
 
     /// After a blocked wait and the scan that followed it. `rang`: the wait
@@ -329,7 +319,7 @@ mod tests {
     fn back_to_back_requests_poll_for_the_minimum_window() {
         let mut window = PollWindow::new();
         let last = feed(&mut window, 1_000 * US, 3 * US, 40);
-        assert!(window.gap_estimate_ns() < 10 * US, "{}", window.gap_estimate_ns());
+        assert!(window.gap_estimate_ns < 10 * US, "{}", window.gap_estimate_ns);
         assert_eq!(window.poll_until_ns(), Some(last + POLL_WINDOW_MIN_NS));
         assert!(window.should_poll(last + POLL_WINDOW_MIN_NS - 1));
         assert!(!window.should_poll(last + POLL_WINDOW_MIN_NS));
@@ -383,7 +373,7 @@ mod tests {
         let mut window = PollWindow::new();
         let last = feed(&mut window, 0, 5 * US, 40);
         window.work_found(last + 2_000_000 * US, true);
-        assert!(window.poll_until_ns().is_some(), "estimate {} us", window.gap_estimate_ns() / US);
+        assert!(window.poll_until_ns().is_some(), "estimate {} us", window.gap_estimate_ns / US);
     }
 
     #[test]
@@ -408,7 +398,7 @@ mod tests {
         let mut window = PollWindow::new();
         feed(&mut window, 1_000 * US, 5 * US, 40);
         window.work_found(10 * US, false);
-        assert!(window.gap_estimate_ns() < 10 * US);
+        assert!(window.gap_estimate_ns < 10 * US);
         assert_eq!(window.poll_until_ns(), Some(10 * US + POLL_WINDOW_MIN_NS));
     }
 
@@ -479,8 +469,7 @@ mod tests {
 
     #[test]
     fn an_idle_listener_wakes_at_most_three_times_in_two_seconds_of_silence() {
-        // Wake-ups in the two seconds that start 200 ms after the last work
-        // (what the benchmark's idle figure measures).
+        // Wake-ups in the two seconds that start 200 ms after the last work.
         let mut idle = IdleTimeout::new();
         let (mut now_ms, mut wakes) = (0u128, 0);
         while now_ms < 2_200 {
@@ -504,12 +493,12 @@ mod tests {
         for _ in 0..5 {
             idle.after_wait(false, false);
         }
-        assert_eq!(idle.lost_rings(), 0);
+        assert_eq!(idle.lost_rings, 0);
         assert_eq!(idle.timeout(), Duration::from_millis(tunables::IDLE_WAIT_MAX_MS));
         // The first lost ring is found by the rescan at the end of the
         // current timeout (at most IDLE_WAIT_MAX): work after a timeout.
         idle.after_wait(false, true);
-        assert_eq!(idle.lost_rings(), 1);
+        assert_eq!(idle.lost_rings, 1);
         // From then on no wait is longer than LOST_RING_WAIT_MS, however long
         // the silence, so a later lost ring waits at most that (plus the
         // runtime's rounding slack, see doorbell.rs): within 20 ms.
@@ -523,7 +512,7 @@ mod tests {
             }
         }
         idle.after_wait(false, true);
-        assert_eq!(idle.lost_rings(), 2);
+        assert_eq!(idle.lost_rings, 2);
         assert!(idle.timeout() <= Duration::from_millis(tunables::LOST_RING_WAIT_MS));
     }
 
@@ -544,17 +533,20 @@ mod tests {
 
     #[test]
     fn doorbell_quiet_waits_for_a_still_value() {
-        assert_eq!(PHASE_BIT_QUIET_NS, 20_000);
+        // A phase-bit buffer's window (its device's ring throttle, 10 µs).
+        const WINDOW: u64 = 10_000;
+        let quiet_for = quiet_ns(WINDOW);
+        assert_eq!(quiet_for, 20_000);
         let mut quiet = DoorbellQuiet::new();
         // First look: a move.
-        assert!(!quiet.settled(5, 1_000_000));
-        assert!(!quiet.settled(5, 1_000_000 + PHASE_BIT_QUIET_NS - 1));
-        assert!(quiet.settled(5, 1_000_000 + PHASE_BIT_QUIET_NS));
+        assert!(!quiet.settled(5, 1_000_000, WINDOW));
+        assert!(!quiet.settled(5, 1_000_000 + quiet_for - 1, WINDOW));
+        assert!(quiet.settled(5, 1_000_000 + quiet_for, WINDOW));
         // A ring restarts the count from when it was seen.
-        assert!(!quiet.settled(6, 2_000_000));
-        assert!(!quiet.settled(6, 2_010_000));
-        assert!(quiet.settled(6, 2_020_000));
+        assert!(!quiet.settled(6, 2_000_000, WINDOW));
+        assert!(!quiet.settled(6, 2_010_000, WINDOW));
+        assert!(quiet.settled(6, 2_020_000, WINDOW));
         // A value going back (a wrap, or a reset) is a move too.
-        assert!(!quiet.settled(5, 3_000_000));
+        assert!(!quiet.settled(5, 3_000_000, WINDOW));
     }
 }

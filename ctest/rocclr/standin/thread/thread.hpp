@@ -1,0 +1,3 @@
+// Stand-in at ROCclr's include path thread/thread.hpp (see standin_rocclr.hpp).
+#pragma once
+#include "../standin_rocclr.hpp"

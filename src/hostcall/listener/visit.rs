@@ -1,0 +1,390 @@
+//! One scan of a listener thread's buffers and the visit of one buffer:
+//! which buffers are this thread's, entering the gate, the visit itself
+//! (`protocol::Buffer::visit`), and what the visit tells the classifier.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::classifier::{HelperWatch, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
+use super::clock::Clock;
+use super::helper_bell::HelperBell;
+use super::shared::{Entry, Listener};
+use crate::hostcall::gate::Gate;
+use crate::hostcall::process::{EXITING, SERVING};
+use crate::hostcall::services::Services;
+use crate::hostcall::test_hooks::TestHooks;
+use crate::log::Level;
+
+/// What a scan uses of its listener.
+#[derive(Clone, Copy)]
+pub(super) struct Crew<'a> {
+    /// The helper's current visit (preemption fallback).
+    pub watch: &'a HelperWatch,
+    /// Where the helper sleeps; the main listener rings it.
+    pub bell: &'a HelperBell,
+    pub services: &'a Services,
+    pub hooks: &'a TestHooks,
+}
+
+impl<'a> Crew<'a> {
+    pub fn of(listener: &'a Listener) -> Crew<'a> {
+        Crew {
+            watch: &listener.helper_watch,
+            bell: &listener.helper_bell,
+            services: &listener.services,
+            hooks: &listener.hooks,
+        }
+    }
+}
+
+/// Marks this thread as inside the gate (`serving_on_this_thread`) and
+/// leaves the gate when dropped (also on unwind).
+struct Inside<'a>(&'a Gate);
+
+impl<'a> Inside<'a> {
+    /// After a successful `gate.enter()`.
+    fn new(gate: &'a Gate) -> Inside<'a> {
+        let _ = SERVING.try_with(|c| c.set(gate as *const Gate as usize));
+        Inside(gate)
+    }
+}
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        let _ = SERVING.try_with(|c| c.set(0));
+        self.0.leave();
+    }
+}
+
+/// What one scan found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct ScanResult {
+    /// When (clock ns) the last visit that found work ended; None: no work.
+    pub worked_at: Option<u64>,
+    /// Packets served (over all buffers).
+    pub served: u32,
+    /// The main listener just moved a buffer to the helper: the helper is needed.
+    pub found_slow: bool,
+}
+
+/// Serves the buffers of `role` once. `may_hand_off`: the main listener may
+/// move buffers to the helper (one runs or can be started).
+/// `rung`: the doorbell moved since the last scan (then the only buffer of a
+/// snapshot of one is visited without a peek first). `last_now`: the caller's
+/// latest clock reading, if it has a recent one: a visit that finds work
+/// starts at the latest reading (a clock read costs more than the gate and
+/// the peek between; the classifier's limits are hundreds of µs).
+pub(super) fn scan(
+    crew: Crew<'_>,
+    snapshot: &[Arc<Entry>],
+    role: Role,
+    may_hand_off: bool,
+    rung: bool,
+    mut last_now: Option<u64>,
+    clock: &impl Clock,
+) -> ScanResult {
+    let expect_work = rung && snapshot.len() == 1;
+    if rung && snapshot.len() > 1 {
+        // Some buffer has work: ask for every buffer's first line at once, so
+        // the transfers overlap instead of one per visit in turn.
+        for entry in snapshot {
+            entry.buffer.prefetch();
+        }
+    }
+    let mut result = ScanResult::default();
+    // Main listener: is the helper stuck in a visit? Computed on first need.
+    let mut helper_stuck: Option<bool> = None;
+    for entry in snapshot {
+        let mine = entry
+            .class
+            .visited_by(role, || *helper_stuck.get_or_insert_with(|| crew.watch.stuck(clock.now())));
+        if !mine {
+            // A buffer on the helper, which sleeps on its own bell: ring it
+            // when the buffer has work (the doorbell only wakes this thread).
+            if role == Role::Main && has_work_for_helper(entry) {
+                crew.bell.ring();
+            }
+            continue;
+        }
+        // The main listener serving a buffer of the helper's: only while the
+        // helper is stuck in a visit, checked again inside the gate.
+        let plan = VisitPlan {
+            expect_work,
+            start_hint: last_now,
+            fallback: role == Role::Main && entry.class.on_helper(),
+        };
+        let Some(Visit { served, start }) = visit_entry(crew, entry, role, clock, plan) else {
+            continue;
+        };
+        let now = clock.now();
+        last_now = Some(now);
+        result.worked_at = Some(now);
+        result.served += served;
+        let took = now.saturating_sub(start);
+        match entry.class.record_visit(role, may_hand_off, served, took, now) {
+            Transition::ToHelper => {
+                result.found_slow = true;
+                crate::log!(
+                    Level::Info,
+                    "hostcall: buffer {:#x}: {} slow visits in a row (last: {} packet(s) in {} µs); \
+                     the helper thread serves it from now on",
+                    entry.key,
+                    SLOW_STREAK,
+                    served,
+                    took / 1000
+                );
+            }
+            Transition::BackToMain => crate::log!(
+                Level::Info,
+                "hostcall: buffer {:#x} has been fast for {:?}; back to the main listener",
+                entry.key,
+                SLOW_DEMOTE_AFTER
+            ),
+            Transition::None | Transition::StreakGrew(_) | Transition::StreakReset => {}
+        }
+    }
+    result
+}
+
+/// The main listener's look at a buffer on the helper: does it hold work?
+/// Inside the gate (the buffer may be being freed otherwise); false when the
+/// gate is closed or the helper is inside (then it is awake anyway).
+fn has_work_for_helper(entry: &Entry) -> bool {
+    if !entry.gate.enter() {
+        return false;
+    }
+    let work = entry.buffer.has_waiting_requests();
+    entry.gate.leave();
+    work
+}
+
+/// A visit of one buffer that found work.
+struct Visit {
+    /// Packets served (a dropped bad pointer counts as 1).
+    served: u32,
+    /// When the visit began (clock ns).
+    start: u64,
+}
+
+/// How `scan` asks `visit_entry` to visit a buffer.
+#[derive(Clone, Copy)]
+struct VisitPlan {
+    /// Serve without peeking first.
+    expect_work: bool,
+    /// When the visit starts, if the caller read the clock just before.
+    start_hint: Option<u64>,
+    /// The main listener visits a buffer of the helper's because the helper
+    /// seemed stuck; inside the gate that is checked again, since the helper
+    /// may have finished its visit meanwhile (the main listener may have lost
+    /// its CPU in between), and the next request, maybe the slow one, is the
+    /// helper's to serve.
+    fallback: bool,
+}
+
+/// Serves one buffer (if its gate lets us in and it holds work), as `plan` says.
+fn visit_entry(
+    crew: Crew<'_>,
+    entry: &Entry,
+    role: Role,
+    clock: &impl Clock,
+    plan: VisitPlan,
+) -> Option<Visit> {
+    if plan.fallback {
+        crew.hooks.before_fallback_gate();
+    }
+    // No peek at the buffer before entering the gate: once disable has
+    // closed the gate and seen it idle, the buffer may already be freed
+    // although this snapshot still lists it.
+    if !entry.gate.enter() {
+        return None;
+    }
+    let _inside = Inside::new(&entry.gate);
+    // The helper leaves its visit before it leaves the gate, so while this
+    // thread holds the gate the helper is not inside this buffer: if it is
+    // stuck, it is stuck in another one.
+    if plan.fallback && !crew.watch.stuck(clock.now()) {
+        return None;
+    }
+    let mut start = 0;
+    let begin = || {
+        start = plan.start_hint.unwrap_or_else(|| clock.now());
+        if role == Role::Helper {
+            crew.watch.visit_begins(start);
+        }
+    };
+    // Relaxed: a hint; the exit hook waits for the thread to leave.
+    let keep_going = || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed);
+    let stats = entry.buffer.visit(plan.expect_work, begin, crew.services, keep_going)?;
+    stats.log_findings(entry.key);
+    if stats.stopped {
+        crate::log!(
+            Level::Warning,
+            "hostcall: buffer {:#x} is being disabled (or the process is exiting) while packets of \
+             it were still waiting; they are abandoned and their waves get no answer",
+            entry.key
+        );
+    }
+    if role == Role::Helper {
+        crew.watch.visit_ends();
+    }
+    (stats.served > 0).then_some(Visit { served: stats.served, start })
+}
+
+#[cfg(test)]
+mod tests {
+    use core::cell::Cell;
+    use core::ptr::NonNull;
+
+    use super::*;
+    use crate::hostcall::listener::clock::Nanos;
+    use crate::hostcall::protocol::classic::serve::device;
+    use crate::hostcall::protocol::{Buffer, Protocol};
+
+    const MS: Nanos = 1_000_000;
+
+    struct FakeClock(Cell<Nanos>);
+
+    impl Clock for FakeClock {
+        fn now(&self) -> Nanos {
+            self.0.get()
+        }
+    }
+
+    /// A classic buffer of `packets` packets in host memory, registered as an entry.
+    struct TestEntry {
+        _memory: Vec<u64>,
+        entry: Arc<Entry>,
+    }
+
+    fn classic_entry(packets: u32) -> TestEntry {
+        let mut memory = vec![0u64; Protocol::Classic.buffer_size(packets) / 8];
+        let base = NonNull::new(memory.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: `memory` is 8-aligned, large enough and outlives the entry
+        // (both in TestEntry; the Vec's heap block does not move).
+        let buffer = unsafe { Buffer::initialize(Protocol::Classic, base, packets, 0, 0) };
+        TestEntry { entry: Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0)), _memory: memory }
+    }
+
+    fn classic(entry: &Entry) -> &crate::hostcall::protocol::classic::buffer::DeviceBuffer {
+        match &entry.buffer {
+            Buffer::Classic(buffer) => buffer,
+            Buffer::PhaseBit { .. } => unreachable!("a classic entry"),
+        }
+    }
+
+    /// Posts one one-lane request; returns its tagged pointer.
+    fn post(entry: &Entry) -> u64 {
+        let buffer = classic(entry);
+        let ptr = device::pop_free(buffer).expect("a free packet");
+        device::fill(buffer, ptr, 1, 1, &[[0u64; 8]; 64]);
+        device::push_ready(buffer, ptr);
+        ptr
+    }
+
+    /// Moves `entry` to the helper, as slow visits of the main listener do.
+    fn put_on_helper(entry: &Entry, now: Nanos) {
+        for _ in 0..SLOW_STREAK - 1 {
+            entry.class.record_visit(Role::Main, true, 1, 10 * MS, now);
+        }
+        assert_eq!(entry.class.record_visit(Role::Main, true, 1, 10 * MS, now), Transition::ToHelper);
+        assert!(entry.class.on_helper());
+    }
+
+    fn crew<'a>(
+        watch: &'a HelperWatch,
+        bell: &'a HelperBell,
+        services: &'a Services,
+        hooks: &'a TestHooks,
+    ) -> Crew<'a> {
+        Crew { watch, bell, services, hooks }
+    }
+
+    #[test]
+    fn a_scan_serves_its_buffers_and_an_empty_one_finds_nothing() {
+        let t = classic_entry(4);
+        let (watch, bell, services, hooks) =
+            (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
+        let clock = FakeClock(Cell::new(5 * MS));
+        let snapshot = [Arc::clone(&t.entry)];
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        assert_eq!(found, ScanResult::default(), "nothing posted: no work");
+        let ptr = post(&t.entry);
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        assert_eq!(found, ScanResult { worked_at: Some(5 * MS), served: 1, found_slow: false });
+        assert!(device::is_served(classic(&t.entry), ptr));
+    }
+
+    #[test]
+    fn a_closed_gate_keeps_the_scan_out() {
+        let t = classic_entry(4);
+        let (watch, bell, services, hooks) =
+            (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
+        let clock = FakeClock(Cell::new(MS));
+        let ptr = post(&t.entry);
+        t.entry.gate.close();
+        let snapshot = [Arc::clone(&t.entry)];
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, true, None, &clock);
+        assert_eq!(found.served, 0);
+        assert!(!device::is_served(classic(&t.entry), ptr), "a disabled buffer is never touched");
+    }
+
+    /// The main listener visits a buffer of the helper's only while the
+    /// helper is stuck, and checks that again inside the gate: a helper that
+    /// finished its visit between the main listener's decision and the gate
+    /// (the main listener lost its CPU there) keeps the request, which may be
+    /// the slow one the main listener must not block in.
+    #[test]
+    fn a_fallback_visit_checks_inside_the_gate_that_the_helper_is_still_stuck() {
+        let t = classic_entry(4);
+        let clock = FakeClock(Cell::new(100 * MS));
+        put_on_helper(&t.entry, clock.now());
+        let watch = Arc::new(HelperWatch::new());
+        let (bell, services) = (HelperBell::new(), Services::new());
+        let snapshot = [Arc::clone(&t.entry)];
+
+        // The helper is stuck in a visit (of another buffer) ...
+        watch.visit_begins(clock.now());
+        clock.0.set(clock.now() + 10 * MS);
+        assert!(watch.stuck(clock.now()));
+        // ... and finishes it while the main listener is between its
+        // decision and the gate.
+        let finishing = Arc::clone(&watch);
+        let hooks = TestHooks {
+            before_fallback_gate: Some(Box::new(move || finishing.visit_ends())),
+            ..TestHooks::new()
+        };
+        let ptr = post(&t.entry);
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        assert_eq!(found.served, 0, "the request is left to the helper");
+        assert!(!device::is_served(classic(&t.entry), ptr));
+
+        // A helper that stays stuck: the main listener serves the buffer.
+        watch.visit_begins(clock.now());
+        clock.0.set(clock.now() + 10 * MS);
+        let hooks = TestHooks::new();
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        assert_eq!(found.served, 1);
+        assert!(device::is_served(classic(&t.entry), ptr));
+    }
+
+    #[test]
+    fn the_helpers_visit_is_watched_from_begin_to_end() {
+        let t = classic_entry(4);
+        let (watch, bell, services, hooks) =
+            (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
+        let clock = FakeClock(Cell::new(100 * MS));
+        put_on_helper(&t.entry, clock.now());
+        post(&t.entry);
+        let snapshot = [Arc::clone(&t.entry)];
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Helper, false, false, None, &clock);
+        assert_eq!(found.served, 1);
+        clock.0.set(clock.now() + 10 * MS);
+        assert!(!watch.stuck(clock.now()), "the visit ended");
+    }
+}

@@ -1,0 +1,366 @@
+//! A registered buffer in its protocol (`Buffer`) and the one way a listener
+//! thread serves it (`Buffer::visit`): the peek, the phase-bit scan state, the
+//! serving steps, and what a visit found wrong. The listener and the loom
+//! models (`tests/loom_hostcall.rs`, `tests/loom_phase.rs`) call the same
+//! entry, so the listener never names a protocol.
+
+use super::classic::buffer::DeviceBuffer;
+use super::classic::serve::{take_ready_packets, DrainStats};
+use super::kind::Protocol;
+use super::packet::Packet;
+use super::phase_bit::buffer::PhaseBuffer;
+use super::phase_bit::layout::DOORBELL_THROTTLE_NS;
+use super::phase_bit::serve::{has_pending, serve_phases, PhaseStats, ScanCell};
+use crate::hostcall::sync::Ordering;
+use crate::log::Level;
+
+/// A registered buffer, in the protocol it was enabled with.
+pub enum Buffer {
+    /// The classic protocol (ready and free stacks).
+    Classic(DeviceBuffer),
+    /// The phase-bit protocol, with the host's scan state.
+    PhaseBit { buffer: PhaseBuffer, scan: ScanCell },
+}
+
+/// What a visit's server does with each packet it is handed (either
+/// protocol's pending packet: generic, so each is served without dispatch).
+pub trait PacketServer {
+    fn serve<P: Packet>(&mut self, packet: &mut P);
+}
+
+/// A server answering lane by lane: `serve(service, lane, slot)` leaves the
+/// lane's answer in `slot` (the unit tests and the loom models use it).
+pub struct ByLane<F>(pub F);
+
+impl<F: FnMut(u32, u32, &mut [u64; super::payload::SLOT_WORDS])> PacketServer for ByLane<F> {
+    fn serve<P: Packet>(&mut self, packet: &mut P) {
+        packet.serve_lanes(&mut self.0);
+    }
+}
+
+/// What a visit that got past its peek did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VisitStats {
+    /// Packets served; a dropped bad pointer or a cut chain counts as 1
+    /// (work was found), so 0 means the visit found nothing.
+    pub served: u32,
+    /// The visit stopped early because `keep_going` said so: the packets not
+    /// yet served are abandoned.
+    pub stopped: bool,
+    findings: Findings,
+}
+
+/// What a visit found wrong, in the protocol's words (logged by `log_findings`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Findings {
+    #[default]
+    None,
+    Classic {
+        stats: DrainStats,
+        index_mask: u64,
+        packets: u32,
+    },
+    PhaseBit {
+        odd_phases: u32,
+    },
+}
+
+impl Buffer {
+    /// Initializes the buffer at `base` for `protocol` (its doorbell signal
+    /// handle `doorbell`; phase-bit: the occupancy bitmap at `occupied`,
+    /// which `protocol.accepts_occupancy`) and returns the view of it.
+    ///
+    /// # Safety
+    /// `base` is `protocol.alignment()`-aligned and valid for reads and
+    /// writes of `protocol.buffer_size(packets)` bytes until the buffer is
+    /// unregistered and the listener has let go of it, and accessed
+    /// meanwhile only atomically or by device code following `protocol`.
+    #[cfg(not(loom))]
+    pub unsafe fn initialize(
+        protocol: Protocol,
+        base: core::ptr::NonNull<u8>,
+        packets: u32,
+        doorbell: u64,
+        occupied: usize,
+    ) -> Buffer {
+        match protocol {
+            Protocol::Classic => {
+                // SAFETY: forwarded contract.
+                let buffer = unsafe { DeviceBuffer::new(base, packets) };
+                buffer.initialize(doorbell);
+                Buffer::Classic(buffer)
+            }
+            Protocol::PhaseBit => {
+                // SAFETY: forwarded contract, for the phase-bit size.
+                let buffer = unsafe { PhaseBuffer::new(base, packets) };
+                buffer.initialize(doorbell, occupied);
+                Buffer::phase_bit(buffer)
+            }
+        }
+    }
+
+    /// The protocol the buffer speaks.
+    pub fn protocol(&self) -> Protocol {
+        match self {
+            Buffer::Classic(_) => Protocol::Classic,
+            Buffer::PhaseBit { .. } => Protocol::PhaseBit,
+        }
+    }
+
+    /// Bytes of device-shared memory the buffer spans.
+    pub fn size(&self) -> usize {
+        let packets = match self {
+            Buffer::Classic(buffer) => buffer.packets(),
+            Buffer::PhaseBit { buffer, .. } => buffer.packets(),
+        };
+        self.protocol().buffer_size(packets)
+    }
+
+    /// A phase-bit buffer over `buffer`, its scan starting with the whole buffer.
+    pub fn phase_bit(buffer: PhaseBuffer) -> Buffer {
+        let scan = ScanCell::new(buffer.packets());
+        Buffer::PhaseBit { buffer, scan }
+    }
+
+    /// Serves the packets waiting in the buffer. Classic: a relaxed peek at
+    /// the ready stack first (a shared read that leaves the device's cache
+    /// line alone), skipped when `expect_work` (the doorbell moved and this is
+    /// the only buffer: the swap then takes the line once, not twice). A push
+    /// the peek misses is seen by the next visit. Phase-bit: no one word to
+    /// peek at; its scan reads the phase words, which the device writes only
+    /// when it posts. `begin` runs once the visit goes ahead (after the peek);
+    /// `keep_going()` is asked between packets. None: the peek found nothing.
+    ///
+    /// Only from inside the buffer's gate (the buffer may be freed otherwise,
+    /// and the phase-bit scan state has one user at a time).
+    pub fn visit<S, K>(
+        &self,
+        expect_work: bool,
+        begin: impl FnOnce(),
+        mut server: S,
+        keep_going: K,
+    ) -> Option<VisitStats>
+    where
+        S: PacketServer,
+        K: FnMut() -> bool,
+    {
+        match self {
+            Buffer::Classic(buffer) => {
+                if !expect_work && buffer.ready_stack().load(Ordering::Relaxed) == 0 {
+                    return None;
+                }
+                begin();
+                let stats = take_ready_packets(buffer, |packet| server.serve(packet), keep_going);
+                Some(VisitStats {
+                    served: if stats.did_work() { stats.served.max(1) } else { 0 },
+                    stopped: stats.stopped,
+                    findings: Findings::Classic {
+                        stats,
+                        index_mask: buffer.index_mask(),
+                        packets: buffer.packets(),
+                    },
+                })
+            }
+            Buffer::PhaseBit { buffer, scan } => {
+                begin();
+                let mut limit = scan.get();
+                let PhaseStats { served, odd_phases, stopped } =
+                    serve_phases(buffer, &mut limit, |packet| server.serve(packet), keep_going);
+                scan.set(limit);
+                Some(VisitStats { served, stopped, findings: Findings::PhaseBit { odd_phases } })
+            }
+        }
+    }
+
+    /// Asks for the line a visit reads first, so that the lines of several
+    /// buffers are fetched at once rather than one per visit in turn.
+    pub fn prefetch(&self) {
+        if let Buffer::Classic(buffer) = self {
+            buffer.prefetch_ready_stack();
+        }
+    }
+
+    /// How long (ns) after a ring the device may post without ringing: 0 when
+    /// every post rings (classic), the device's ring throttle for phase-bit.
+    pub fn unrung_post_window_ns(&self) -> u64 {
+        match self {
+            Buffer::Classic(_) => 0,
+            Buffer::PhaseBit { .. } => DOORBELL_THROTTLE_NS,
+        }
+    }
+
+    /// Whether requests are waiting to be served: relaxed peeks (serving
+    /// reads again with acquire). Only while the buffer is alive: from
+    /// inside its gate, or by disable before it returns.
+    pub fn has_waiting_requests(&self) -> bool {
+        match self {
+            Buffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
+            Buffer::PhaseBit { buffer, .. } => has_pending(buffer),
+        }
+    }
+}
+
+impl VisitStats {
+    /// Classic: the tagged pointer with an out-of-range index that ended the chain.
+    pub fn bad_pointer(&self) -> Option<u64> {
+        match self.findings {
+            Findings::Classic { stats, .. } => stats.bad_pointer,
+            _ => None,
+        }
+    }
+
+    /// Classic: the chain was cut (a cycle or corruption).
+    pub fn cycle(&self) -> bool {
+        matches!(self.findings, Findings::Classic { stats, .. } if stats.cycle)
+    }
+
+    /// Phase-bit: packets whose device phase was neither 0 nor 1.
+    pub fn odd_phases(&self) -> u32 {
+        match self.findings {
+            Findings::PhaseBit { odd_phases } => odd_phases,
+            _ => 0,
+        }
+    }
+
+    /// Logs what the visit found wrong in buffer `key`.
+    pub fn log_findings(&self, key: usize) {
+        match self.findings {
+            Findings::None => {}
+            Findings::Classic { stats, index_mask, packets } => {
+                if let Some(ptr) = stats.bad_pointer {
+                    crate::log!(
+                        Level::Error,
+                        "hostcall: buffer {key:#x}: ready stack holds tagged pointer {ptr:#x} whose index {} is \
+                         not below the packet count {packets}; it and the packets behind it are dropped, never \
+                         touched",
+                        ptr & index_mask,
+                    );
+                }
+                if stats.cycle {
+                    crate::log!(
+                        Level::Error,
+                        "hostcall: buffer {key:#x}: ready stack chain reaches a packet without READY or is longer \
+                         than its {packets} packets (a cycle or corruption); walk stopped, each packet served at \
+                         most once",
+                    );
+                }
+            }
+            Findings::PhaseBit { odd_phases } => {
+                if odd_phases > 0 {
+                    crate::log!(
+                        Level::Error,
+                        "hostcall: buffer {key:#x}: {odd_phases} packet(s) had a device phase other than 0 or 1 \
+                         (corruption); served once and settled",
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use core::ptr::NonNull;
+
+    use super::*;
+    use crate::hostcall::protocol::classic::serve::device as classic_device;
+    use crate::hostcall::protocol::phase_bit::serve::device as phase_device;
+
+    fn answer(service: u32, _lane: u32, slot: &mut [u64; 8]) {
+        slot[0] += 100;
+        slot[1] = u64::from(service);
+    }
+
+    /// A buffer of `packets` packets in host memory; the Vec outlives the view.
+    fn buffer(protocol: Protocol, packets: u32, occupied: usize) -> (Vec<u64>, Buffer) {
+        let mut memory = vec![0u64; protocol.buffer_size(packets) / 8];
+        let base = NonNull::new(memory.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: 8-aligned, large enough; the caller keeps the Vec alive.
+        let buffer = unsafe { Buffer::initialize(protocol, base, packets, 0, occupied) };
+        (memory, buffer)
+    }
+
+    #[test]
+    fn a_classic_visit_peeks_first_unless_work_is_expected() {
+        let (_memory, visited) = buffer(Protocol::Classic, 4, 0);
+        let Buffer::Classic(classic) = &visited else { unreachable!() };
+        let mut begun = 0;
+        assert_eq!(visited.visit(false, || begun += 1, ByLane(answer), || true), None, "empty: peek says no");
+        assert_eq!(begun, 0);
+        let expected = visited.visit(true, || begun += 1, ByLane(answer), || true).expect("no peek");
+        assert_eq!((expected.served, begun), (0, 1), "expected work that is not there");
+        let ptr = classic_device::pop_free(classic).unwrap();
+        classic_device::fill(classic, ptr, 7, 0b11, &[[1u64; 8]; 64]);
+        classic_device::push_ready(classic, ptr);
+        assert!(visited.has_waiting_requests());
+        let stats = visited.visit(false, || begun += 1, ByLane(answer), || true).expect("work");
+        assert_eq!(
+            (stats.served, stats.stopped, stats.bad_pointer(), stats.cycle()),
+            (1, false, None, false)
+        );
+        assert_eq!(begun, 2);
+        assert!(classic_device::is_served(classic, ptr));
+        assert_eq!(classic_device::read_answer(classic, ptr, 1)[..2], [101, 7]);
+        assert!(!visited.has_waiting_requests());
+    }
+
+    #[test]
+    fn a_classic_visit_counts_a_dropped_bad_pointer_as_work() {
+        let (_memory, visited) = buffer(Protocol::Classic, 5, 0);
+        let Buffer::Classic(classic) = &visited else { unreachable!() };
+        classic.ready_stack().store(6 + 8 * 2, Ordering::Relaxed);
+        let stats = visited.visit(false, || {}, ByLane(answer), || true).expect("work");
+        assert_eq!((stats.served, stats.bad_pointer()), (1, Some(6 + 8 * 2)));
+        stats.log_findings(0x1000);
+    }
+
+    #[test]
+    fn a_phase_bit_visit_has_no_peek_and_keeps_its_scan_state() {
+        let occupied = [crate::hostcall::sync::AtomicU32::new(0)];
+        let (_memory, visited) = buffer(Protocol::PhaseBit, 4, occupied.as_ptr() as usize);
+        let Buffer::PhaseBit { buffer: phase, scan } = &visited else { unreachable!() };
+        let mut begun = 0;
+        let empty = visited.visit(false, || begun += 1, ByLane(answer), || true).expect("no peek");
+        assert_eq!((empty.served, begun), (0, 1));
+        let index = phase_device::claim(phase, &occupied).unwrap();
+        phase_device::fill(phase, index, 9, 1, &[[2u64; 8]; 64]);
+        phase_device::publish(phase, index);
+        assert!(visited.has_waiting_requests());
+        let stats = visited.visit(false, || begun += 1, ByLane(answer), || true).unwrap();
+        assert_eq!((stats.served, stats.odd_phases(), stats.stopped), (1, 0, false));
+        assert!(phase_device::is_answered(phase, index));
+        assert_eq!(scan.get().limit, index.get() + 1, "the scan narrows to the busy packet");
+    }
+
+    #[test]
+    fn the_protocols_ring_property_and_prefetch() {
+        let (_m1, classic) = buffer(Protocol::Classic, 2, 0);
+        let occupied = [0u32; 1];
+        let (_m2, phase) = buffer(Protocol::PhaseBit, 2, occupied.as_ptr() as usize);
+        assert_eq!(classic.unrung_post_window_ns(), 0, "every classic post rings");
+        assert_eq!(phase.unrung_post_window_ns(), 10_000, "1000 ticks of the device's 100 MHz counter");
+        classic.prefetch();
+        phase.prefetch();
+        assert_eq!(
+            (classic.size(), phase.size()),
+            (Protocol::Classic.buffer_size(2), Protocol::PhaseBit.buffer_size(2))
+        );
+    }
+
+    #[test]
+    fn the_occupancy_rule() {
+        let p = Protocol::PhaseBit;
+        let buffer = 0x1000..0x2000;
+        assert!(p.accepts_occupancy(0x4000, 64, buffer.clone()));
+        assert!(!p.accepts_occupancy(0, 64, buffer.clone()), "NULL");
+        assert!(!p.accepts_occupancy(0x4002, 64, buffer.clone()), "not 4-aligned");
+        assert!(!p.accepts_occupancy(0x1800, 64, buffer.clone()), "inside the buffer");
+        assert!(!p.accepts_occupancy(0xFFC, 64, buffer.clone()), "overlapping its start");
+        assert!(p.accepts_occupancy(0xFF8, 64, buffer.clone()), "just before it");
+        assert!(!p.accepts_occupancy(usize::MAX - 3, 64, buffer.clone()), "wrapping");
+        assert!(Protocol::Classic.accepts_occupancy(0, 2, buffer.clone()));
+        assert!(!Protocol::Classic.accepts_occupancy(0x4000, 2, buffer));
+        assert_eq!(p.occupancy_size(33), 8);
+        assert_eq!(Protocol::Classic.occupancy_size(33), 0);
+    }
+}
