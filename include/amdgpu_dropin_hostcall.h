@@ -16,6 +16,11 @@
  * sink is registered (amdgpu_dropin_hostcall_register_printf_sink, for one
  * buffer or every buffer), which then gets each whole message.
  *
+ * Polls: a runtime with a request channel of its own (ROCclr's RPC buffers)
+ * registers a poll callback (amdgpu_dropin_hostcall_register_poll); the
+ * listener calls it whenever it scans and hands out its doorbell signal for
+ * the channel's device code to ring.
+ *
  * Protocols: a buffer is enabled in the protocol its device code was built
  * for: classic (enableHostcalls, or amdgpu_dropin_hostcall_enable with
  * AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC) or phase-bit (ROCm device
@@ -128,11 +133,13 @@ enum amdgpu_dropin_hostcall_status_t
    */
   AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE = 2,
   /**
-   * A handler is already registered for this service and buffer scope.
+   * A handler or printf sink is already registered for this service and
+   * buffer scope, or a poll for this key.
    */
   AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED = 3,
   /**
-   * No handler is registered for this service and buffer scope.
+   * No handler or printf sink is registered for this service and buffer
+   * scope, or no poll for this key.
    */
   AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED = 4,
   /**
@@ -268,6 +275,15 @@ typedef int32_t (*amdgpu_dropin_hostcall_packet_fn)(void *user_data, struct amdg
  */
 typedef size_t (*amdgpu_dropin_hostcall_printf_sink_fn)(void *user_data, void *buffer, uint32_t stream, const char *bytes, size_t length);
 
+/**
+ * A poll callback: serves what is pending in a request channel of the
+ * caller's own (an RPC buffer, say) registered under `key`. Returns 1 when
+ * it served something (the listener polls again soon, as after a packet),
+ * 0 when nothing was pending; a negative value is a failure (logged once
+ * per registration, taken as 0).
+ */
+typedef int32_t (*amdgpu_dropin_hostcall_poll_fn)(void *user_data, void *key);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -395,6 +411,50 @@ amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_register_printf_sink(void
  * `buffer` is only compared, never dereferenced.
  */
 amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_unregister_printf_sink(void *buffer);
+
+/**
+ * Registers `poll` with the listener for a request channel of the caller's
+ * own, named by `key` (not dereferenced; e.g. the channel's address): the
+ * listener calls `poll(user_data, key)` whenever it scans its buffers, i.e.
+ * after a ring of its doorbell, again right after a poll that served
+ * something, and on the periodic re-check of an idle listener (its wait
+ * timeout, up to 1 s); never while it sleeps otherwise, so an idle channel
+ * costs no CPU. The doorbell's `hsa_signal_t` handle goes to `*doorbell`:
+ * device code rings the listener by changing its value (e.g. adding 1),
+ * as waves ring it for hostcall buffers. Like an enabled buffer, a
+ * registration starts the listener and keeps it running.
+ *
+ * One registration is polled by one thread at a time; two registrations
+ * (or a registration and a buffer) may be served at once by the main
+ * listener and its helper thread.
+ *
+ * Errors: `_ERROR_INVALID_ARGUMENT` (NULL `key`, `poll` or `doorbell`),
+ * `_ERROR_ALREADY_REGISTERED` (`key` is registered, or lies inside an
+ * enabled hostcall buffer), `_ERROR_HSA` (no HSA
+ * runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
+ * thread cannot start). `*doorbell` is written only on success. A forked
+ * child inherits no registration.
+ *
+ * # Safety
+ * `poll` must be callable with `user_data` and `key` from the listener
+ * threads until `amdgpu_dropin_hostcall_unregister_poll(key)` returns. It
+ * must not unwind. `doorbell` must be NULL (rejected) or writable.
+ */
+amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_register_poll(void *key, amdgpu_dropin_hostcall_poll_fn poll, void *user_data, uint64_t *doorbell);
+
+/**
+ * Unregisters the poll registered under `key`. When it returns the poll is
+ * not called any more and no call of it is running, except one this thread
+ * is inside (called from the poll itself, it does not wait for itself;
+ * that call is the last). The last registration or buffer gone stops the
+ * listener, and its doorbell with it.
+ *
+ * Errors: `_ERROR_INVALID_ARGUMENT` (NULL `key`), `_ERROR_NOT_REGISTERED`.
+ *
+ * # Safety
+ * `key` is only compared, never dereferenced.
+ */
+amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_unregister_poll(void *key);
 
 /**
  * Bytes a hostcall buffer of `num_packets` packets occupies in `protocol`

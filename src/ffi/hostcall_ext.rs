@@ -18,6 +18,7 @@ use crate::hostcall::protocol::payload::BUFFER_ALIGNMENT;
 use crate::hostcall::services::devmem::{self, PoolError};
 use crate::hostcall::services::handlers::{self, Handler, HandlerError, PrintfSinkFn};
 use crate::hostcall::services::{ids, printf};
+use crate::hostcall::PollFn;
 use crate::hostcall::{DisableError, EnableError};
 use crate::log::Level;
 
@@ -64,9 +65,11 @@ pub enum amdgpu_dropin_hostcall_status_t {
     /// Service 0 (reserved), FUNCTION_CALL or PRINTF: served by the library,
     /// cannot be registered or unregistered.
     AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE = 2,
-    /// A handler is already registered for this service and buffer scope.
+    /// A handler or printf sink is already registered for this service and
+    /// buffer scope, or a poll for this key.
     AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED = 3,
-    /// No handler is registered for this service and buffer scope.
+    /// No handler or printf sink is registered for this service and buffer
+    /// scope, or no poll for this key.
     AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED = 4,
     /// The HSA runtime (or a function of it) cannot be found.
     AMDGPU_DROPIN_HOSTCALL_ERROR_HSA = 5,
@@ -134,10 +137,10 @@ impl Status {
                 c"reserved service: 0, FUNCTION_CALL and PRINTF are built in"
             }
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED => {
-                c"a handler is already registered for this service and buffer"
+                c"already registered (a handler or printf sink for this service and buffer, or a poll for this key)"
             }
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED => {
-                c"no handler is registered for this service and buffer"
+                c"not registered (no handler or printf sink for this service and buffer, or no poll for this key)"
             }
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA => c"the HSA runtime or one of its functions is unavailable",
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL => c"the memory pool is not an allocatable global pool",
@@ -458,6 +461,115 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_unregister_printf_sink(
             .and_then(|scope| handlers::table().unregister_printf_sink(scope).map_err(Status::from));
         report("amdgpu_dropin_hostcall_unregister_printf_sink", ids::SERVICE_PRINTF, buffer, result)
     })
+}
+
+/// A poll callback: serves what is pending in a request channel of the
+/// caller's own (an RPC buffer, say) registered under `key`. Returns 1 when
+/// it served something (the listener polls again soon, as after a packet),
+/// 0 when nothing was pending; a negative value is a failure (logged once
+/// per registration, taken as 0).
+pub type amdgpu_dropin_hostcall_poll_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, key: *mut c_void) -> i32>;
+const_assert_eq!(core::mem::size_of::<amdgpu_dropin_hostcall_poll_fn>(), core::mem::size_of::<PollFn>());
+
+/// Registers `poll` with the listener for a request channel of the caller's
+/// own, named by `key` (not dereferenced; e.g. the channel's address): the
+/// listener calls `poll(user_data, key)` whenever it scans its buffers, i.e.
+/// after a ring of its doorbell, again right after a poll that served
+/// something, and on the periodic re-check of an idle listener (its wait
+/// timeout, up to 1 s); never while it sleeps otherwise, so an idle channel
+/// costs no CPU. The doorbell's `hsa_signal_t` handle goes to `*doorbell`:
+/// device code rings the listener by changing its value (e.g. adding 1),
+/// as waves ring it for hostcall buffers. Like an enabled buffer, a
+/// registration starts the listener and keeps it running.
+///
+/// One registration is polled by one thread at a time; two registrations
+/// (or a registration and a buffer) may be served at once by the main
+/// listener and its helper thread.
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (NULL `key`, `poll` or `doorbell`),
+/// `_ERROR_ALREADY_REGISTERED` (`key` is registered, or lies inside an
+/// enabled hostcall buffer), `_ERROR_HSA` (no HSA
+/// runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
+/// thread cannot start). `*doorbell` is written only on success. A forked
+/// child inherits no registration.
+///
+/// # Safety
+/// `poll` must be callable with `user_data` and `key` from the listener
+/// threads until `amdgpu_dropin_hostcall_unregister_poll(key)` returns. It
+/// must not unwind. `doorbell` must be NULL (rejected) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_poll(
+    key: *mut c_void,
+    poll: amdgpu_dropin_hostcall_poll_fn,
+    user_data: *mut c_void,
+    doorbell: *mut u64,
+) -> amdgpu_dropin_hostcall_status_t {
+    ffi_boundary!("amdgpu_dropin_hostcall_register_poll", {
+        let result = (|| {
+            let poll = poll.ok_or(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT)?;
+            if key.is_null() || doorbell.is_null() {
+                return Err(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
+            }
+            let handle =
+                crate::hostcall::register_poll(key as usize, poll, user_data as usize).map_err(|e| {
+                    crate::log!(Level::Error, "amdgpu_dropin_hostcall_register_poll(key={key:p}): {e}");
+                    poll_status(&e)
+                })?;
+            // SAFETY: non-NULL and writable (caller contract).
+            unsafe { doorbell.write(handle) };
+            Ok(())
+        })();
+        report_poll("amdgpu_dropin_hostcall_register_poll", key, result)
+    })
+}
+
+/// Unregisters the poll registered under `key`. When it returns the poll is
+/// not called any more and no call of it is running, except one this thread
+/// is inside (called from the poll itself, it does not wait for itself;
+/// that call is the last). The last registration or buffer gone stops the
+/// listener, and its doorbell with it.
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (NULL `key`), `_ERROR_NOT_REGISTERED`.
+///
+/// # Safety
+/// `key` is only compared, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_unregister_poll(
+    key: *mut c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    ffi_boundary!("amdgpu_dropin_hostcall_unregister_poll", {
+        let result = if key.is_null() {
+            Err(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT)
+        } else {
+            crate::hostcall::unregister_poll(key as usize).map_err(|e| match e {
+                DisableError::NullBuffer => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT,
+                DisableError::NotEnabled => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED,
+            })
+        };
+        report_poll("amdgpu_dropin_hostcall_unregister_poll", key, result)
+    })
+}
+
+/// A poll registration's enable error as a status: the key in use is
+/// "already registered", the rest as for buffers.
+fn poll_status(error: &EnableError) -> Status {
+    match error {
+        EnableError::AlreadyEnabled | EnableError::Overlaps(_) => {
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED
+        }
+        other => Status::from(other),
+    }
+}
+
+fn report_poll(name: &str, key: *mut c_void, result: Result<(), Status>) -> Status {
+    match result {
+        Ok(()) => Status::AMDGPU_DROPIN_HOSTCALL_OK,
+        Err(status) => {
+            crate::log!(Level::Error, "{name}(key={key:p}): {}", status.text().to_string_lossy());
+            status
+        }
+    }
 }
 
 #[cfg(test)]

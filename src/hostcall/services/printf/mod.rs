@@ -505,8 +505,9 @@ mod tests {
         assert_eq!(svc.open_messages(0), 0);
     }
 
-    /// What the registered test sink saw: (user, buffer, stream, bytes).
-    static SEEN: StdMutex<Vec<(usize, usize, u32, Vec<u8>)>> = StdMutex::new(Vec::new());
+    /// One call the registered test sink saw: (user, buffer, stream, bytes).
+    type SinkCall = (usize, usize, u32, Vec<u8>);
+    static SEEN: StdMutex<Vec<SinkCall>> = StdMutex::new(Vec::new());
 
     unsafe extern "C" fn record(
         user: *mut core::ffi::c_void,
