@@ -3,7 +3,8 @@
  *
  * A hostcall buffer is a block of host-visible memory, shared with GPU code,
  * through which waves post requests (FUNCTION_CALL, PRINTF) that one
- * process-wide listener thread serves. Allocate getHostcallBufferSize(n)
+ * process-wide listener serves (one thread, and a helper thread for buffers
+ * whose services are slow). Allocate getHostcallBufferSize(n)
  * bytes aligned to getHostcallBufferAlignment(), register the buffer with
  * enableHostcalls, and unregister it with disableHostcalls before freeing it.
  *

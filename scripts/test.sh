@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the whole test suite from a fresh checkout: the docs check, rustfmt and
+# Runs the whole test suite from a fresh checkout: the docs check and its self-test, rustfmt and
 # clippy (warnings are errors), Rust unit, header-drift and model-checking tests, a bounded fuzz
 # run, then the C suite with ctest (software HSA runtime, vmem, hostcall,
 # printf, exported symbols, install-tree consumers, crate packaging, demo)
@@ -20,8 +20,9 @@ jobs=$(nproc 2>/dev/null || echo 2)
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 
-echo "== docs check (links, paths, commands, figures in README.md and docs/)"
+echo "== docs check (every Markdown file and the headers' comments), and its self-test"
 python3 scripts/docs_check.py
+python3 scripts/docs_check_test.py
 
 echo "== cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all --check

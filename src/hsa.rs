@@ -9,8 +9,8 @@
 //!   it is.
 
 use core::ffi::{c_void, CStr};
-use std::sync::OnceLock;
 
+use crate::race_once::RaceOnce;
 use crate::sys;
 
 /// An HSA status as log lines and error texts show it: its name and its
@@ -25,26 +25,25 @@ pub const HSA_LIBRARY_SONAME: &CStr = c"libhsa-runtime64.so.1";
 /// Environment variable naming another HSA library to load when none is in the process.
 pub const HSA_LIBRARY_ENV: &str = "AMDGPU_DROPIN_HSA_LIBRARY";
 
-static LOADED: OnceLock<Result<sys::Library, String>> = OnceLock::new();
+static LOADED: RaceOnce<Result<sys::Library, String>> = RaceOnce::new();
 
 fn loaded_library() -> Result<sys::Library, String> {
-    if let Some(loaded) = LOADED.get() {
-        return loaded.clone();
-    }
-    // Loaded outside the OnceLock: a fork while another thread is inside a
-    // long initializer would leave the child's OnceLock "running" forever.
-    // Two threads may both dlopen: the loader returns the same object (one
-    // extra reference, never closed); the first result is kept.
+    // A `RaceOnce`, made without a lock: a fork while another thread loads
+    // cannot leave the child waiting for it. Two threads may both dlopen:
+    // the loader returns the same object (one extra reference, never
+    // closed); the first result is kept.
+    LOADED.get_or_make(load_library).clone()
+}
+
+fn load_library() -> Result<sys::Library, String> {
     let name = std::env::var(HSA_LIBRARY_ENV)
         .ok()
         .filter(|v| !v.is_empty())
         .and_then(|v| std::ffi::CString::new(v).ok());
-    let opened = match name {
+    match name {
         Some(name) => sys::Library::open(&name),
         None => sys::Library::open(HSA_LIBRARY_SONAME),
-    };
-    let _ = LOADED.set(opened);
-    LOADED.get().cloned().unwrap_or_else(|| Err("HSA library state unavailable".into()))
+    }
 }
 
 /// Resolves HSA function `name`: from the process first, else from the loaded library.

@@ -10,15 +10,16 @@
 //! `hsa` is the one place HSA symbols are resolved and `status` the one place
 //! HSA statuses become IREE statuses. Imports name the same folder with
 //! `super::` and everything else from `crate::`. `unsafe` is used where C or device
-//! memory is met, in twenty files: the exports (`ffi/`), libc (`sys`), HSA
+//! memory is met, in twenty-one files: the exports (`ffi/`), libc (`sys`), HSA
 //! calls (`hsa`, `vmem/libhsa_table.rs`, `hostcall/listener/doorbell.rs`,
 //! DEVMEM), IREE's status allocator found at run time (`status`),
 //! device-shared memory (`hostcall/protocol/`, all of it through
 //! `protocol/device_words.rs`, and `hostcall/registry.rs`, which hands a
 //! caller's buffer to it), the fork-local statics (`hostcall/process.rs`),
-//! the printf formatter's `snprintf`, and calls of C handlers and host
-//! functions (`hostcall/services/`). Every block carries a `// SAFETY:`
-//! comment (clippy enforces it).
+//! the lock-free once-only values (`race_once`), the printf formatter's
+//! `snprintf`, and calls of C handlers and host functions
+//! (`hostcall/services/`). Every block carries a `// SAFETY:` comment
+//! (clippy enforces it).
 //!
 //! # Panic policy
 //!
@@ -53,6 +54,8 @@ compile_error!(
 mod ffi;
 mod hsa;
 mod log;
+// Lock-free once-only values and lists: process-wide state that survives fork.
+mod race_once;
 // Crate-private macro, reachable as `crate::log!`.
 use log::log;
 mod status;

@@ -10,7 +10,8 @@
 use core::ffi::{c_char, c_int, c_void, CStr};
 use core::panic::Location;
 use std::ffi::CString;
-use std::sync::{Mutex, OnceLock, PoisonError};
+
+use crate::race_once::{GrowOnlyList, RaceOnce};
 
 use hsa_sys::*;
 
@@ -165,9 +166,13 @@ extern "C" {
     static amdgpu_dropin_status_allocate_f_ref: Option<StatusAllocateFormatFn>;
 }
 
+/// Looked up once per process; a `RaceOnce`, so a fork during another
+/// thread's lookup (dlsym) cannot leave the child waiting for it.
 fn status_allocator() -> Option<StatusAllocateFormatFn> {
-    static ALLOCATOR: OnceLock<Option<StatusAllocateFormatFn>> = OnceLock::new();
-    *ALLOCATOR.get_or_init(|| {
+    static ALLOCATOR: RaceOnce<Option<StatusAllocateFormatFn>> = RaceOnce::new();
+    *ALLOCATOR.get_or_make(|| {
+        #[cfg(feature = "test-hooks")]
+        crate::hostcall::test_hooks::pause_at(crate::hostcall::test_hooks::TEST_PAUSE_STATUS_ALLOCATOR);
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             // SAFETY: the word is defined by the assembly above, 8-aligned and
@@ -188,19 +193,19 @@ fn status_allocator() -> Option<StatusAllocateFormatFn> {
 /// `file` as a NUL-terminated string that lives as long as the process: IREE
 /// keeps the pointer in the status (as it keeps `__FILE__`), and a status may
 /// outlive even a `dlclose` of this library, so the copy is on the heap, made
-/// once per source file (a handful) and never freed.
+/// once per source file (a handful) and never freed. The list takes no lock
+/// (a fork while another thread adds to it leaves the child a usable list).
 fn file_c_string(file: &'static str) -> &'static CStr {
-    static FILES: Mutex<Vec<(&'static str, &'static CStr)>> = Mutex::new(Vec::new());
-    let mut files = FILES.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, interned)) = files.iter().find(|(name, _)| *name == file) {
-        return interned;
-    }
-    let interned: &'static CStr = match CString::new(file) {
-        Ok(copy) => Box::leak(copy.into_boxed_c_str()),
-        Err(_) => c"amdgpu-dropin",
-    };
-    files.push((file, interned));
-    interned
+    static FILES: GrowOnlyList<(&'static str, &'static CStr)> = GrowOnlyList::new();
+    FILES
+        .find_or_push(
+            |(name, _)| *name == file,
+            || match CString::new(file) {
+                Ok(copy) => (file, Box::leak(copy.into_boxed_c_str())),
+                Err(_) => (file, c"amdgpu-dropin"),
+            },
+        )
+        .1
 }
 
 /// Converts a result to `iree_status_t`, with a message when IREE's allocator is present.

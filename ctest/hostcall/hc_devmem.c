@@ -191,6 +191,34 @@ static void cross_buffer_free(bool global) {
   hc_free_buffer(b);
 }
 
+/* A process-wide and a per-buffer default service of the same pool and agent
+ * share one book. Unregistering the buffer's own service while the buffer
+ * stays enabled (now served by the process-wide one) frees nothing: its
+ * device heap may still use the blocks. */
+static void test_unregister_per_buffer_service_under_a_global_one(void) {
+  void* a = hc_alloc_buffer(PACKETS);
+  DROPIN_REQUIRE_MSG(hc_enable(a, PACKETS, NULL), "enable");
+  const uint64_t base = hc_live_pool_blocks();
+  DROPIN_REQUIRE_MSG(enable_devmem(NULL) == AMDGPU_DROPIN_HOSTCALL_OK && enable_devmem(a) == AMDGPU_DROPIN_HOSTCALL_OK,
+                     "devmem for every buffer and for A");
+  uint64_t block = request(a, 3, 0, 4096);
+  uint64_t other = request(a, 4, 0, 8192);
+  DROPIN_REQUIRE_MSG(block != 0 && other != 0 && hc_live_pool_blocks() == base + 2, "allocations");
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, a) == AMDGPU_DROPIN_HOSTCALL_OK,
+                   "unregister A's own service");
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base + 2,
+                   "unregistering A's own service freed blocks A (still enabled) uses: %llu live (want %llu)",
+                   (unsigned long long)hc_live_pool_blocks(), (unsigned long long)(base + 2));
+  DROPIN_CHECK_MSG(request(a, 3, block, 0) == 0 && hc_live_pool_blocks() == base + 1,
+                   "the process-wide service frees A's block: %llu live (want %llu)",
+                   (unsigned long long)hc_live_pool_blocks(), (unsigned long long)(base + 1));
+  hc_disable(a, NULL);
+  DROPIN_CHECK_MSG(hc_live_pool_blocks() == base, "the scope's last buffer went: %llu live (want %llu)",
+                   (unsigned long long)hc_live_pool_blocks(), (unsigned long long)base);
+  DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(DEVMEM, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "unregister");
+  hc_free_buffer(a);
+}
+
 static void test_cross_buffer_free_one_service(void) { cross_buffer_free(true); }
 static void test_cross_buffer_free_per_buffer_services(void) { cross_buffer_free(false); }
 
@@ -289,6 +317,7 @@ int main(int argc, char** argv) {
   HC_RUN(test_buffer_scope_and_runtime_handler);
   HC_RUN(test_cross_buffer_free_one_service);
   HC_RUN(test_cross_buffer_free_per_buffer_services);
+  HC_RUN(test_unregister_per_buffer_service_under_a_global_one);
   HC_RUN(test_concurrent_waves);
   return dropin_failures == 0 ? 0 : 1;
 }

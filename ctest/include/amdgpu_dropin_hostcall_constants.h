@@ -39,7 +39,7 @@
 /*
  Longest process exit waits for listener threads to leave their loop (ms);
  a thread still inside the HSA doorbell wait then (no ring could reach it)
- is waited for up to `IDLE_WAIT_MAX_MS` more.
+ is waited for up to `IDLE_WAIT_MAX_MS + EXIT_TIMEOUT_MS` more.
  */
 #define AMDGPU_DROPIN_HOSTCALL_EXIT_TIMEOUT_MS 250
 
@@ -73,3 +73,15 @@
  from the generated `ctest/include/amdgpu_dropin_hostcall_constants.h`.)
  */
 #define AMDGPU_DROPIN_HOSTCALL_TEST_PANIC_SERVICE 2119630849
+
+/*
+ Pause point (hook build): inside the process hooks installed once, at the
+ first listener start.
+ */
+#define AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_PROCESS_HOOKS 1
+
+/*
+ Pause point (hook build): inside the vmem half's first lookup of IREE's
+ status allocator.
+ */
+#define AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_STATUS_ALLOCATOR 2

@@ -22,9 +22,10 @@ use crate::hostcall::PollFn;
 use crate::hostcall::{DisableError, EnableError};
 use crate::log::Level;
 
-/// Version of this API: bumped when a function or type changes meaning.
-/// Compare with `amdgpu_dropin_hostcall_api_version()` at run time.
-pub const AMDGPU_DROPIN_HOSTCALL_API_VERSION: u32 = 2;
+/// Version of this API: bumped when a function or type changes meaning
+/// (docs/c-api-changes.md says what each version changed). Compare with
+/// `amdgpu_dropin_hostcall_api_version()` at run time.
+pub const AMDGPU_DROPIN_HOSTCALL_API_VERSION: u32 = 3;
 
 /// Service id: call a host function (built in).
 pub const AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL: u32 = 1;
@@ -392,9 +393,10 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
 /// message's control word), printed by a wave of hostcall buffer `buffer`.
 /// Returns the bytes it wrote: `length` on success; any other value makes
 /// that printf return -1 on the device (logged once). `bytes` is valid only
-/// during the call.
+/// during the call. In C++, register `amdgpu_dropin::catching_printf_sink<f>`
+/// (an exception leaving `f` then fails the message).
 pub type amdgpu_dropin_hostcall_printf_sink_fn = Option<
-    unsafe extern "C" fn(
+    unsafe extern "C-unwind" fn(
         user_data: *mut c_void,
         buffer: *mut c_void,
         stream: u32,
@@ -467,9 +469,11 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_unregister_printf_sink(
 /// caller's own (an RPC buffer, say) registered under `key`. Returns 1 when
 /// it served something (the listener polls again soon, as after a packet),
 /// 0 when nothing was pending; a negative value is a failure (logged once
-/// per registration, taken as 0).
+/// per registration, taken as 0). In C++, register
+/// `amdgpu_dropin::catching_poll<f>` (an exception leaving `f` then fails
+/// the call).
 pub type amdgpu_dropin_hostcall_poll_fn =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, key: *mut c_void) -> i32>;
+    Option<unsafe extern "C-unwind" fn(user_data: *mut c_void, key: *mut c_void) -> i32>;
 const_assert_eq!(core::mem::size_of::<amdgpu_dropin_hostcall_poll_fn>(), core::mem::size_of::<PollFn>());
 
 /// Registers `poll` with the listener for a request channel of the caller's

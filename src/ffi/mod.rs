@@ -18,3 +18,6 @@ pub mod hostcall_ext;
 
 #[cfg(feature = "rocclr-hostcall")]
 pub mod hostcall_protocol;
+
+#[cfg(feature = "test-hooks")]
+mod test_hooks;

@@ -53,7 +53,7 @@ mod process;
 mod registry;
 mod snapshot;
 #[cfg(not(loom))]
-mod test_hooks;
+pub(crate) mod test_hooks;
 mod tunables;
 mod waiting;
 

@@ -11,8 +11,9 @@ use super::gate::Gate;
 use crate::log::Level;
 
 /// Listener threads inside the HSA doorbell wait right now. Process exit
-/// waits for it to drop to 0 (bounded by `tunables::IDLE_WAIT_MAX_MS`) when no ring could
-/// reach them, so no listener is inside the HSA runtime during its teardown.
+/// waits for it to drop to 0 (bounded by `IDLE_WAIT_MAX_MS + EXIT_TIMEOUT_MS`,
+/// see `tunables`) when no ring could reach them, so no listener is inside
+/// the HSA runtime during its teardown. Zeroed in a forked child.
 pub static IN_DOORBELL_WAIT: AtomicUsize = AtomicUsize::new(0);
 
 /// The process is exiting (or the library is being unloaded): set by the
@@ -27,6 +28,9 @@ pub static LIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
 /// Bumped in a forked child: listeners (and signals) of an older epoch
 /// belong to the parent.
 pub static FORK_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Set when the exit handler (`registry::at_exit`) has run in this process.
+pub static EXIT_HANDLER_RAN: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// On a listener thread: the address of its `Listener`; 0 elsewhere.
@@ -72,12 +76,82 @@ pub fn install_fork_hook() {
 /// pthread_atfork child handler: runs in the child right after fork, with one
 /// thread. Only atomic stores (async-signal-safe). Moving `FORK_EPOCH` is
 /// what makes every `ForkLocal` of the parent (the registry's state, the
-/// handler table with its DEVMEM books) stale: the child makes its own on
-/// first use, and the parent's, with its possibly locked mutexes, is leaked.
+/// handler table with its DEVMEM books) and a `ForkSafeOnce` the parent was
+/// inside stale: the child makes its own on first use, and the parent's,
+/// with its possibly locked mutexes, is leaked. The counters and flags that
+/// the exit path reads start as in a process that never used the hostcall
+/// half: no listener thread, none inside the HSA wait (the parent's threads
+/// do not exist here), not exiting (even if the parent was).
 extern "C" fn after_fork_in_child() {
     // Relaxed: the child has a single thread at this point.
     FORK_EPOCH.fetch_add(1, Ordering::Relaxed);
     LIVE_THREADS.store(0, Ordering::Relaxed);
+    IN_DOORBELL_WAIT.store(0, Ordering::Relaxed);
+    EXITING.store(false, Ordering::Relaxed);
+    EXIT_HANDLER_RAN.store(false, Ordering::Relaxed);
+}
+
+/// Runs an initializer once per process, fork-safe: unlike `std::sync::Once`,
+/// a fork while another thread is inside the initializer does not leave the
+/// child's copy "running" forever (that thread does not exist there). The
+/// state carries the fork epoch it was set in: a child that finds the
+/// parent's initializer unfinished runs it itself. The initializer must
+/// tolerate having run partly before (in the parent, before the fork).
+pub struct ForkSafeOnce {
+    /// `epoch << 2 | phase`, phase `NOT_STARTED`, `RUNNING` or `DONE`.
+    state: AtomicU64,
+}
+
+const NOT_STARTED: u64 = 0;
+const RUNNING: u64 = 1;
+const DONE: u64 = 2;
+
+impl ForkSafeOnce {
+    pub const fn new() -> ForkSafeOnce {
+        ForkSafeOnce { state: AtomicU64::new(NOT_STARTED) }
+    }
+
+    /// Runs `init` unless it has run (or runs now, on another thread of this
+    /// process: then waits for it).
+    pub fn call_once(&self, init: impl FnOnce()) {
+        loop {
+            // Acquire: pairs with the release store of DONE, so what `init`
+            // did is visible to a caller that returns without running it.
+            let seen = self.state.load(Ordering::Acquire);
+            // Relaxed: the epoch moves only in the child handler, before any
+            // other code of the child runs.
+            let epoch = FORK_EPOCH.load(Ordering::Relaxed);
+            let phase = seen & 3;
+            if phase == DONE {
+                return;
+            }
+            if phase == RUNNING && seen >> 2 == epoch {
+                // Another thread of this process runs it.
+                std::thread::yield_now();
+                continue;
+            }
+            // Not started, or started by a thread of the parent that does not
+            // exist here. Acquire: as above (a winner's DONE).
+            let mine = epoch << 2 | RUNNING;
+            if self.state.compare_exchange(seen, mine, Ordering::Acquire, Ordering::Acquire).is_ok() {
+                // An `init` that unwinds leaves the state "not started", so a
+                // later caller runs it again instead of waiting for ever.
+                struct Unfinished<'a>(&'a AtomicU64);
+                impl Drop for Unfinished<'_> {
+                    fn drop(&mut self) {
+                        // Release: nothing to publish; pairs with the loads above.
+                        self.0.store(NOT_STARTED, Ordering::Release);
+                    }
+                }
+                let unfinished = Unfinished(&self.state);
+                init();
+                core::mem::forget(unfinished);
+                // Release: publishes what `init` did (see the load above).
+                self.state.store(epoch << 2 | DONE, Ordering::Release);
+                return;
+            }
+        }
+    }
 }
 
 /// A process-wide value made on first use and never freed, one per fork
@@ -162,5 +236,27 @@ mod tests {
         std::thread::spawn(move || assert!(!on_any_listener_thread(), "another thread")).join().unwrap();
         SERVING.with(|c| c.set(0));
         CURRENT.with(|c| c.set(0));
+    }
+
+    #[test]
+    fn runs_once_and_again_after_an_unwinding_init() {
+        let once = ForkSafeOnce::new();
+        let caught = std::panic::catch_unwind(|| once.call_once(|| panic!("init failed")));
+        assert!(caught.is_err());
+        let mut runs = 0;
+        once.call_once(|| runs += 1);
+        once.call_once(|| runs += 1);
+        assert_eq!(runs, 1);
+    }
+
+    #[test]
+    fn an_unfinished_run_of_an_older_epoch_is_run_again() {
+        let once = ForkSafeOnce::new();
+        // As a child finds it: started by a thread of the parent (epoch - 1).
+        let epoch = FORK_EPOCH.load(Ordering::Relaxed);
+        once.state.store(epoch.wrapping_sub(1) << 2 | RUNNING, Ordering::Relaxed);
+        let mut runs = 0;
+        once.call_once(|| runs += 1);
+        assert_eq!(runs, 1);
     }
 }

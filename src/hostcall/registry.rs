@@ -14,13 +14,15 @@
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::gate::Gate;
 use super::listener::{self, Entry, Listener, SignalApi};
-use super::process::{self, ForkLocal, EXITING, IN_DOORBELL_WAIT, LIVE_THREADS};
+use super::process::{
+    self, ForkLocal, ForkSafeOnce, EXITING, EXIT_HANDLER_RAN, IN_DOORBELL_WAIT, LIVE_THREADS,
+};
 use super::protocol::poll::{PollChannel, PollFn};
 use super::protocol::Buffer;
 pub use super::protocol::Protocol;
@@ -427,9 +429,14 @@ fn stop_listener(active: ActiveListener, timeout: Duration) {
 // Process hooks
 //===----------------------------------------------------------------------===//
 
+/// Pins the library and registers the exit handler, once per process. A
+/// `ForkSafeOnce`: a child forked while another thread was in here runs it
+/// again (pinning twice is harmless; an exit handler registered twice runs
+/// once, see `at_exit`).
 fn install_process_hooks() {
-    static ONCE: Once = Once::new();
+    static ONCE: ForkSafeOnce = ForkSafeOnce::new();
     ONCE.call_once(|| {
+        super::test_hooks::pause_at(super::test_hooks::TEST_PAUSE_PROCESS_HOOKS);
         process::install_fork_hook();
         // Pin this library: a listener thread runs its code from now on.
         match crate::sys::pin_object_containing(install_process_hooks as *const c_void) {
@@ -443,9 +450,6 @@ fn install_process_hooks() {
     });
 }
 
-/// Set by `at_exit`.
-static EXIT_HANDLER_RAN: AtomicBool = AtomicBool::new(false);
-
 /// Runs at exit(3): registered with atexit when the first listener starts,
 /// after the HSA runtime was initialized, so it runs before the runtime's own
 /// exit-time teardown (destructors registered earlier, `.fini_array` hooks).
@@ -456,7 +460,11 @@ extern "C" fn at_exit() {
     // SeqCst: enable re-checks EXITING under the lock with SeqCst.
     EXITING.store(true, Ordering::SeqCst);
     // Relaxed: read later by this same thread (exit runs the hooks in order).
-    EXIT_HANDLER_RAN.store(true, Ordering::Relaxed);
+    // Registered twice (a child forked during `install_process_hooks`): the
+    // second run has nothing left to do.
+    if EXIT_HANDLER_RAN.swap(true, Ordering::Relaxed) {
+        return;
+    }
     if let Some(active) = listener_for_exit() {
         if let Err(why) = active.wake_for_exit() {
             crate::log!(
@@ -490,7 +498,10 @@ fn wait_for_listeners(timeout: Duration) {
     // Acquire: pairs with the listener's release decrement.
     waiting::wait_for(timeout, || LIVE_THREADS.load(Ordering::Acquire) <= own);
     // SeqCst: see `Listener::doorbell_wait_value` (EXITING was stored SeqCst before).
-    waiting::wait_for(EXIT_WAIT_FOR_HSA_WAIT, || IN_DOORBELL_WAIT.load(Ordering::SeqCst) == 0);
+    if IN_DOORBELL_WAIT.load(Ordering::SeqCst) != 0 {
+        super::test_hooks::count_exit_hsa_wait();
+        waiting::wait_for(EXIT_WAIT_FOR_HSA_WAIT, || IN_DOORBELL_WAIT.load(Ordering::SeqCst) == 0);
+    }
 }
 
 /// Runs at dlclose (if the library was never pinned) and at exit after every
@@ -581,7 +592,7 @@ mod tests {
         assert_eq!(disable(unknown, core::ptr::null()), Err(DisableError::NotEnabled));
     }
 
-    unsafe extern "C" fn never(_: *mut c_void, _: *mut c_void) -> i32 {
+    unsafe extern "C-unwind" fn never(_: *mut c_void, _: *mut c_void) -> i32 {
         unreachable!("a refused poll is never called")
     }
 

@@ -2,6 +2,12 @@
 //! library built with the `test-hooks` feature (the C suite's hook build)
 //! they make a service panic or pause the main listener at a chosen step;
 //! in every other build `TestHooks` has no fields and its steps are empty.
+//!
+//! Process-wide, in the hook build only (`pause_at`, `count_exit_hsa_wait`;
+//! empty inlines otherwise): pause points, where a thread waits until the
+//! test releases it (so a C test can fork while another thread is inside a
+//! once-only initializer), and a count of exit waits. The exports that drive
+//! them are in `ffi/test_hooks.rs`.
 
 /// Requests with this service id panic inside the service in a library built
 /// with the `test-hooks` feature, exercising the per-lane panic catch. The
@@ -9,6 +15,91 @@
 /// from the generated `ctest/include/amdgpu_dropin_hostcall_constants.h`.)
 #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))] // the header still carries it
 pub const TEST_PANIC_SERVICE: u32 = 0x7E57_0001;
+
+/// Pause point (hook build): inside the process hooks installed once, at the
+/// first listener start.
+pub const TEST_PAUSE_PROCESS_HOOKS: u32 = 1;
+/// Pause point (hook build): inside the vmem half's first lookup of IREE's
+/// status allocator.
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))] // the header still carries it
+pub const TEST_PAUSE_STATUS_ALLOCATOR: u32 = 2;
+
+#[cfg(feature = "test-hooks")]
+pub use pauses::{arm, exit_hsa_waits, reached, release};
+
+/// Pauses here if the test armed `point` (once per arming: a forked child
+/// never finds the parent's arming).
+#[inline(always)]
+pub fn pause_at(point: u32) {
+    #[cfg(feature = "test-hooks")]
+    pauses::pause_at(point);
+    #[cfg(not(feature = "test-hooks"))]
+    let _ = point;
+}
+
+/// Counts an exit that had to wait for a listener inside the HSA wait.
+#[inline(always)]
+pub fn count_exit_hsa_wait() {
+    #[cfg(feature = "test-hooks")]
+    pauses::count_exit_hsa_wait();
+}
+
+#[cfg(feature = "test-hooks")]
+mod pauses {
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+    /// Armed points (bit `point`): the next thread to reach one pauses there.
+    static ARMED: AtomicU32 = AtomicU32::new(0);
+    /// Points a thread is paused at now.
+    static REACHED: AtomicU32 = AtomicU32::new(0);
+    /// Points released by the test.
+    static RELEASED: AtomicU32 = AtomicU32::new(0);
+    /// Exits that waited for a listener inside the HSA doorbell wait.
+    static EXIT_HSA_WAITS: AtomicU64 = AtomicU64::new(0);
+
+    fn bit(point: u32) -> u32 {
+        1u32 << (point % 32)
+    }
+
+    /// Arms `point`: the next thread that reaches it waits there until `release`.
+    pub fn arm(point: u32) {
+        // SeqCst (here and below): test-only, a handful of operations; the
+        // simplest ordering that needs no argument.
+        RELEASED.fetch_and(!bit(point), Ordering::SeqCst);
+        REACHED.fetch_and(!bit(point), Ordering::SeqCst);
+        ARMED.fetch_or(bit(point), Ordering::SeqCst);
+    }
+
+    /// Whether a thread is paused at `point` now.
+    pub fn reached(point: u32) -> bool {
+        REACHED.load(Ordering::SeqCst) & bit(point) != 0
+    }
+
+    /// Lets the thread paused at `point` (if any) go on.
+    pub fn release(point: u32) {
+        RELEASED.fetch_or(bit(point), Ordering::SeqCst);
+    }
+
+    pub fn pause_at(point: u32) {
+        if ARMED.fetch_and(!bit(point), Ordering::SeqCst) & bit(point) == 0 {
+            return;
+        }
+        REACHED.fetch_or(bit(point), Ordering::SeqCst);
+        while RELEASED.load(Ordering::SeqCst) & bit(point) == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        REACHED.fetch_and(!bit(point), Ordering::SeqCst);
+    }
+
+    pub fn count_exit_hsa_wait() {
+        EXIT_HSA_WAITS.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Exits (of this process) that waited for a listener inside the HSA wait.
+    pub fn exit_hsa_waits() -> u64 {
+        EXIT_HSA_WAITS.load(Ordering::SeqCst)
+    }
+}
 
 #[cfg(any(test, feature = "test-hooks"))]
 pub use armed::TestHooks;

@@ -29,7 +29,7 @@ pub const LOST_RING_WAIT_MS: u64 = 16;
 
 /// Longest process exit waits for listener threads to leave their loop (ms);
 /// a thread still inside the HSA doorbell wait then (no ring could reach it)
-/// is waited for up to `IDLE_WAIT_MAX_MS` more.
+/// is waited for up to `IDLE_WAIT_MAX_MS + EXIT_TIMEOUT_MS` more.
 pub const EXIT_TIMEOUT_MS: u64 = 250;
 
 /// Longest the last `disableHostcalls` waits for the listener to end (ms).

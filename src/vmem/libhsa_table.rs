@@ -332,8 +332,10 @@ pub unsafe fn functions_for_table(table: *const crate::vmem::abi::iree_hal_amdgp
 /// None beyond the caller's general contract (`table` is not read).
 #[cfg(feature = "libhsa-static")]
 pub unsafe fn functions_for_table(_table: *const crate::vmem::abi::iree_hal_amdgpu_libhsa_t) -> Functions {
-    static RESOLVED: std::sync::OnceLock<Functions> = std::sync::OnceLock::new();
-    *RESOLVED.get_or_init(|| {
+    // A `RaceOnce`: a fork during another thread's dlsym calls cannot leave
+    // the child waiting for them.
+    static RESOLVED: crate::race_once::RaceOnce<Functions> = crate::race_once::RaceOnce::new();
+    *RESOLVED.get_or_make(|| {
         let mut functions = Functions::default();
         for func in Func::ALL {
             // SAFETY: RawFn is only a carrier; it is cast back to the symbol's

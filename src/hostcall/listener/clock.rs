@@ -18,7 +18,8 @@ pub struct MonotonicClock;
 
 impl Clock for MonotonicClock {
     fn now(&self) -> Nanos {
-        static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        ORIGIN.get_or_init(Instant::now).elapsed().as_nanos() as Nanos
+        // Lock-free (docs/process.md): a fork can never find it half made.
+        static ORIGIN: crate::race_once::RaceOnce<Instant> = crate::race_once::RaceOnce::new();
+        ORIGIN.get_or_make(Instant::now).elapsed().as_nanos() as Nanos
     }
 }

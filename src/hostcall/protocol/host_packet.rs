@@ -16,8 +16,9 @@ use super::payload::{LANES, SLOT_WORDS};
 ///
 /// `slots[lane]` holds the 8 words lane `lane` wrote (lanes set in
 /// `activemask`; the others are zero). A service leaves each active lane's
-/// answer in `slots[lane][0..2]` (the device reads those two words);
-/// whatever it leaves in the other words is written back as well.
+/// answer in `slots[lane][0..2]`: only those two words of each active lane
+/// are written back to the device (the wave reads nothing else); what it
+/// leaves in the other words and in the header is dropped.
 #[repr(C)]
 pub struct amdgpu_dropin_hostcall_packet_t {
     /// The hostcall buffer the packet came from (the `enableHostcalls` key).
@@ -46,7 +47,7 @@ static_assertions::const_assert_eq!(core::mem::offset_of!(amdgpu_dropin_hostcall
 /// copy); the answer goes to `slot[0..2]`. Returns 0 when it answered; any
 /// other value makes the lane's answer `UINT64_MAX` in `slot[0]`.
 pub type amdgpu_dropin_hostcall_lane_fn = Option<
-    unsafe extern "C" fn(
+    unsafe extern "C-unwind" fn(
         user_data: *mut c_void,
         buffer: *mut c_void,
         service: u32,
@@ -58,8 +59,9 @@ pub type amdgpu_dropin_hostcall_lane_fn = Option<
 /// A per-packet handler: answers every active lane of `packet` in place.
 /// Returns 0 when it answered; any other value makes every active lane's
 /// answer `UINT64_MAX` in `slot[0]`.
-pub type amdgpu_dropin_hostcall_packet_fn =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, packet: *mut amdgpu_dropin_hostcall_packet_t) -> i32>;
+pub type amdgpu_dropin_hostcall_packet_fn = Option<
+    unsafe extern "C-unwind" fn(user_data: *mut c_void, packet: *mut amdgpu_dropin_hostcall_packet_t) -> i32,
+>;
 
 /// The Rust-side name.
 pub type HostPacket = amdgpu_dropin_hostcall_packet_t;

@@ -26,7 +26,7 @@ pub trait Packet {
         });
     }
     /// Runs `serve` on a host copy of the whole packet; the active lanes'
-    /// words are written back.
+    /// answer words (`slot[0..1]`) are written back.
     fn serve_whole<F: FnOnce(&mut HostPacket)>(&mut self, serve: F);
 }
 

@@ -11,7 +11,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 /// The non-NULL form of `amdgpu_dropin_hostcall_poll_fn`:
 /// `(user_data, key) -> 1 served something, 0 nothing, < 0 failed`.
-pub type PollFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> i32;
+pub type PollFn = unsafe extern "C-unwind" fn(*mut c_void, *mut c_void) -> i32;
 
 /// One registered poll.
 pub struct PollChannel {
@@ -61,7 +61,7 @@ mod tests {
     use super::*;
     use core::sync::atomic::AtomicI32;
 
-    unsafe extern "C" fn counted(user: *mut c_void, key: *mut c_void) -> i32 {
+    unsafe extern "C-unwind" fn counted(user: *mut c_void, key: *mut c_void) -> i32 {
         // SAFETY: the tests pass a live AtomicI32 as user data.
         let next = unsafe { &*(user as *const AtomicI32) };
         assert_eq!(key as usize, 0x5000);

@@ -374,7 +374,10 @@ mod tests {
         );
     }
 
-    unsafe extern "C" fn served_once(user: *mut core::ffi::c_void, _key: *mut core::ffi::c_void) -> i32 {
+    unsafe extern "C-unwind" fn served_once(
+        user: *mut core::ffi::c_void,
+        _key: *mut core::ffi::c_void,
+    ) -> i32 {
         // SAFETY: the test passes a live AtomicU32 counting the calls.
         let calls = unsafe { &*(user as *const core::sync::atomic::AtomicU32) };
         i32::from(calls.fetch_add(1, core::sync::atomic::Ordering::Relaxed) == 0)

@@ -186,16 +186,17 @@ impl<M: PoolMemory> DevmemBook<M> {
         }
     }
 
-    /// A service of the book was retired; its own buffer (if any) leaves.
-    fn retire(&self, buffer: Option<usize>) {
+    /// A service of the book was retired (unregistered, or its buffer
+    /// disabled). Its buffer stays a member: it may still be enabled and be
+    /// served by another registration of the scope (a process-wide one), and
+    /// its device heap may still use the blocks. A disabled buffer leaves
+    /// through `leave`; the last registration ends the scope.
+    fn retire(&self) {
         let mut books = self.lock();
         books.services = books.services.saturating_sub(1);
-        let emptied = buffer.is_some_and(|buffer| books.members.remove(&buffer)) && books.members.is_empty();
         if books.services == 0 {
             books.members.clear();
             self.free_all(&mut books, "last DEVMEM service of the pool unregistered");
-        } else if emptied {
-            self.free_all(&mut books, "last buffer of the pool's scope disabled");
         }
     }
 
@@ -258,8 +259,6 @@ impl<M: PoolMemory> DevmemBook<M> {
 /// registration of the same pool and agents).
 pub struct DevmemService<M: PoolMemory> {
     book: Arc<DevmemBook<M>>,
-    /// The registration's buffer scope (None: every buffer).
-    buffer: Option<usize>,
 }
 
 impl<M: PoolMemory + 'static> DevmemService<M> {
@@ -272,7 +271,7 @@ impl<M: PoolMemory + 'static> DevmemService<M> {
     /// A service for `buffer` (None: every buffer) over `book`.
     pub fn with_book(book: Arc<DevmemBook<M>>, buffer: Option<usize>) -> DevmemService<M> {
         book.join(buffer);
-        DevmemService { book, buffer }
+        DevmemService { book }
     }
 
     /// Live blocks (and their bytes) made for `buffer` (None: all).
@@ -299,7 +298,7 @@ impl<M: PoolMemory + 'static> BuiltinService for DevmemService<M> {
     }
 
     fn retire(&self) {
-        self.book.retire(self.buffer);
+        self.book.retire();
     }
 
     fn sharing_key(&self) -> Option<&[u64]> {
@@ -574,6 +573,25 @@ mod tests {
         assert_eq!(book.live(None), (0, 0), "last service gone: the rest is freed");
         assert!(book.memory.live.lock().unwrap().is_empty());
         let _ = kept;
+    }
+
+    #[test]
+    fn unregistering_a_buffers_own_service_keeps_the_blocks_a_global_one_still_serves() {
+        let book = Arc::new(DevmemBook::new(FakePool::default(), vec![1, 2]));
+        let global = DevmemService::with_book(Arc::clone(&book), None);
+        let own = DevmemService::with_book(Arc::clone(&book), Some(0x1000));
+        let block = own.serve_lane(0x1000, 0, &slot(0, 64));
+        // The buffer's own registration is unregistered; the buffer stays
+        // enabled and the global registration serves it from now on.
+        own.retire();
+        assert_eq!(book.live(None), (1, 64), "the buffer's heap still uses the block");
+        assert!(book.memory.live.lock().unwrap().contains(&block));
+        assert_eq!(global.serve_lane(0x1000, 0, &slot(block, 0)), 0);
+        assert_eq!(book.memory.frees.load(Ordering::SeqCst), 1, "freed through the global one");
+        let _again = global.serve_lane(0x1000, 0, &slot(0, 8));
+        global.forget_buffer(0x1000);
+        assert_eq!(book.live(None), (0, 0), "the scope's last buffer disabled: the rest is freed");
+        global.retire();
     }
 
     #[test]

@@ -9,7 +9,10 @@ use crate::hostcall::protocol::payload::ANSWER_WORDS;
 use crate::log::Level;
 
 /// The FUNCTION_CALL signature: `void f(uint64_t out[2], const uint64_t in[7])`.
-type HostFunction = unsafe extern "C" fn(out: *mut u64, input: *const u64);
+/// Called with an unwinding ABI: a C++ exception escaping it unwinds to the
+/// listener's panic boundary, which aborts the process (Rust cannot catch
+/// foreign exceptions); through `extern "C"` it would be undefined behaviour.
+type HostFunction = unsafe extern "C-unwind" fn(out: *mut u64, input: *const u64);
 
 /// FUNCTION_CALL: slot[0] = address of a `HostFunction`, slot[1..8] its
 /// 7 inputs; returns its 2 outputs, the lane's answer. A NULL address is
@@ -27,8 +30,7 @@ pub fn function_call(request: LaneRequest<'_>) -> [u64; ANSWER_WORDS] {
     // cannot be verified; `out` is a live array of 2 words and `inputs` the
     // lane's 7 input words, valid for the call (in device memory the wave
     // waits and does not write them; read only by the function). A C++
-    // exception escaping the function terminates the process, as with any
-    // `extern "C"` callback.
+    // exception escaping the function aborts the process (see `HostFunction`).
     unsafe {
         let function = core::mem::transmute::<usize, HostFunction>(address);
         function(out.as_mut_ptr(), request.inputs());

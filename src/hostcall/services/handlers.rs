@@ -84,13 +84,13 @@ pub enum Handler {
 }
 
 /// The non-NULL form of `amdgpu_dropin_hostcall_lane_fn`.
-pub type LaneFn = unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32, *mut u64) -> i32;
+pub type LaneFn = unsafe extern "C-unwind" fn(*mut c_void, *mut c_void, u32, u32, *mut u64) -> i32;
 /// The non-NULL form of `amdgpu_dropin_hostcall_packet_fn`.
-pub type PacketFn = unsafe extern "C" fn(*mut c_void, *mut HostPacket) -> i32;
+pub type PacketFn = unsafe extern "C-unwind" fn(*mut c_void, *mut HostPacket) -> i32;
 /// The non-NULL form of `amdgpu_dropin_hostcall_printf_sink_fn`:
 /// `(user_data, buffer, stream, bytes, length) -> bytes written`.
 pub type PrintfSinkFn =
-    unsafe extern "C" fn(*mut c_void, *mut c_void, u32, *const core::ffi::c_char, usize) -> usize;
+    unsafe extern "C-unwind" fn(*mut c_void, *mut c_void, u32, *const core::ffi::c_char, usize) -> usize;
 
 const _: () = {
     // The C typedefs are exactly Option<these>.
@@ -466,7 +466,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, AtomicU32};
 
-    unsafe extern "C" fn lane_nop(_: *mut c_void, _: *mut c_void, _: u32, _: u32, _: *mut u64) -> i32 {
+    unsafe extern "C-unwind" fn lane_nop(_: *mut c_void, _: *mut c_void, _: u32, _: u32, _: *mut u64) -> i32 {
         0
     }
 

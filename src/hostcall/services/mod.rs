@@ -279,7 +279,7 @@ fn log_handler_failure(service: u32, buffer_key: usize, status: i32, lane: Optio
 mod tests {
     use super::*;
 
-    unsafe extern "C" fn sum_and_xor(out: *mut u64, input: *const u64) {
+    unsafe extern "C-unwind" fn sum_and_xor(out: *mut u64, input: *const u64) {
         // SAFETY: called by `function_call` with 2 and 7 valid words.
         let input = unsafe { core::slice::from_raw_parts(input, 7) };
         // SAFETY: as above.
@@ -289,7 +289,7 @@ mod tests {
     }
 
     fn sum_and_xor_address() -> u64 {
-        sum_and_xor as unsafe extern "C" fn(*mut u64, *const u64) as usize as u64
+        sum_and_xor as unsafe extern "C-unwind" fn(*mut u64, *const u64) as usize as u64
     }
 
     /// One FUNCTION_CALL lane (lane 0) through `serve_packet`.
@@ -404,7 +404,7 @@ mod tests {
         assert_eq!(device::read_answer(&buffer, ptr, 2), [0; 8], "inactive lane untouched");
     }
 
-    unsafe extern "C" fn lane_plus_lane(
+    unsafe extern "C-unwind" fn lane_plus_lane(
         _user: *mut core::ffi::c_void,
         _buffer: *mut core::ffi::c_void,
         _service: u32,
@@ -422,7 +422,10 @@ mod tests {
         }
     }
 
-    unsafe extern "C" fn packet_widening(_user: *mut core::ffi::c_void, packet: *mut HostPacket) -> i32 {
+    unsafe extern "C-unwind" fn packet_widening(
+        _user: *mut core::ffi::c_void,
+        packet: *mut HostPacket,
+    ) -> i32 {
         // SAFETY: called with a live packet.
         let packet = unsafe { &mut *packet };
         packet.activemask = u64::MAX;

@@ -509,7 +509,7 @@ mod tests {
     type SinkCall = (usize, usize, u32, Vec<u8>);
     static SEEN: StdMutex<Vec<SinkCall>> = StdMutex::new(Vec::new());
 
-    unsafe extern "C" fn record(
+    unsafe extern "C-unwind" fn record(
         user: *mut core::ffi::c_void,
         buffer: *mut core::ffi::c_void,
         stream: u32,
