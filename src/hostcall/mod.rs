@@ -58,4 +58,8 @@ mod tunables;
 mod waiting;
 
 #[cfg(not(loom))]
-pub(crate) use registry::{disable, enable, enable_with, DisableError, EnableError, Protocol};
+pub(crate) use protocol::poll::PollFn;
+#[cfg(not(loom))]
+pub(crate) use registry::{
+    disable, enable, enable_with, register_poll, unregister_poll, DisableError, EnableError, Protocol,
+};
