@@ -57,10 +57,6 @@ static bool library_mapped(void) {
   return false;
 }
 
-static int call_ok(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
-}
-
 static void test_dlclose_with_buffer_enabled(void) {
   int threads0 = hc_thread_count();
   /* 3 rounds in the suite; HC_DLCLOSE_ROUNDS=N for a churn soak. */
@@ -73,7 +69,7 @@ static void test_dlclose_with_buffer_enabled(void) {
     void* buffer = NULL;
     DROPIN_REQUIRE_MSG(posix_memalign(&buffer, 4096, api.size(n)) == 0, "alloc");
     DROPIN_REQUIRE_MSG(api.enable(buffer, n, NULL), "enable round %d", round);
-    DROPIN_CHECK_MSG(call_ok(buffer, (uint64_t)round) == 0, "call before dlclose");
+    DROPIN_CHECK_MSG(hc_call_ok(buffer, (uint64_t)round) == 0, "call before dlclose");
     DROPIN_CHECK_MSG(hc_thread_count() > threads0, "listener thread not running");
     /* Traffic in flight right up to the unload. */
     void* buffers[1] = {buffer};
@@ -93,7 +89,7 @@ static void test_dlclose_with_buffer_enabled(void) {
                threads0);
     } else {
       /* Pinned: it must still serve the buffer it has. */
-      DROPIN_CHECK_MSG(call_ok(buffer, 100 + (uint64_t)round) == 0, "pinned library stopped serving");
+      DROPIN_CHECK_MSG(hc_call_ok(buffer, 100 + (uint64_t)round) == 0, "pinned library stopped serving");
     }
     /* Leave the buffer's memory alive: a pinned library still owns it. */
   }
@@ -121,7 +117,7 @@ static void test_dlclose_with_phase_bit_buffer_enabled(void) {
   uint32_t* bitmap = calloc(1, sizeof(uint32_t));
   DROPIN_REQUIRE_MSG(bitmap != NULL && device_sim_phase_attach(buffer), "bitmap");
   DROPIN_REQUIRE_MSG(enable(buffer, n, NULL, phase_bit, bitmap) == 0, "enable");
-  DROPIN_CHECK_MSG(call_ok(buffer, 7) == 0, "call before dlclose");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 7) == 0, "call before dlclose");
   void* buffers[1] = {buffer};
   device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 2, 100, 2, TIMEOUT_NS);
   device_sim_waves_result_t result;
@@ -129,7 +125,7 @@ static void test_dlclose_with_phase_bit_buffer_enabled(void) {
   DROPIN_CHECK_MSG(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
   hc_sleep_ms(50);
   if (library_mapped()) {
-    DROPIN_CHECK_MSG(call_ok(buffer, 8) == 0, "pinned library stopped serving the phase-bit buffer");
+    DROPIN_CHECK_MSG(hc_call_ok(buffer, 8) == 0, "pinned library stopped serving the phase-bit buffer");
   }
   /* Buffer and bitmap stay alive: a pinned library still owns them. */
 }

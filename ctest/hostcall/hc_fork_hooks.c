@@ -32,13 +32,8 @@ bool amdgpu_dropin_test_pause_reached(uint32_t point);
 void amdgpu_dropin_test_pause_release(uint32_t point);
 uint64_t amdgpu_dropin_test_exit_hsa_waits(void);
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
 /* A child that has not finished by then is hung (a hang detector only). */
 #define CHILD_DEADLINE_MS 20000u
-
-static int call_ok(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
-}
 
 /* Polls `done` for up to 10 s. */
 static bool wait_for(bool (*done)(void)) {
@@ -80,7 +75,7 @@ static bool one_blocked_wait(void) { return hsa_sim_blocked_waits() == 1; }
 static void test_exit_after_fork_in_idle_wait(void) {
   void* buffer = hc_alloc_buffer(4);
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 4, NULL), "enable");
-  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "call");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "call");
   DROPIN_REQUIRE_MSG(wait_for(one_blocked_wait), "the listener never entered its blocked wait");
   for (int round = 0; round < 3; ++round) {
     hc_child_result_t r;
@@ -89,7 +84,7 @@ static void test_exit_after_fork_in_idle_wait(void) {
                      "round %d: want exit 46 (no wait for a listener of the parent); child %s", round,
                      hc_child_describe(&r));
   }
-  DROPIN_CHECK_MSG(call_ok(buffer, 2) == 0, "parent call after the forks");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 2) == 0, "parent call after the forks");
   disableHostcalls(buffer, NULL);
   hc_free_buffer(buffer);
 }
@@ -135,7 +130,7 @@ static int grandchild_enables(void) {
     fprintf(stderr, "child: enable failed\n");
     return 2;
   }
-  int rc = call_ok(fresh, 7);
+  int rc = hc_call_ok(fresh, 7);
   if (rc != 0) {
     fprintf(stderr, "child: call: %d\n", rc);
     return 3;
@@ -153,7 +148,7 @@ static int child_fork_in_process_hooks(void) {
   void* enabled = NULL;
   int failures = fork_while_held(AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_PROCESS_HOOKS, "the process hooks",
                                  first_enable, buffer, grandchild_enables, &enabled);
-  if (!enabled || call_ok(buffer, 1) != 0) {
+  if (!enabled || hc_call_ok(buffer, 1) != 0) {
     fprintf(stderr, "the held first enable did not finish well\n");
     failures++;
   }

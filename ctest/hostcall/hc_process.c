@@ -18,10 +18,6 @@
 /* A child that has not exited by then is hung. */
 #define EXIT_DEADLINE_MS 20000u /* a hang detector */
 
-static int call_ok(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
-}
-
 static device_sim_waves_t* start_waves(void* const* buffers, uint32_t count, uint32_t waves,
                                        uint32_t calls) {
   device_sim_waves_config_t config = device_sim_waves_config(
@@ -44,7 +40,7 @@ static int child_exit_from_thread(void) {
     buffers[i] = hc_alloc_buffer(8);
     if (!enableHostcalls(buffers[i], 8, NULL)) return 2;
   }
-  if (call_ok(buffers[0], 1) != 0) return 3;
+  if (hc_call_ok(buffers[0], 1) != 0) return 3;
   device_sim_waves_t* waves = start_waves(buffers, 2, 8, 0);
   if (waves == NULL) return 4;
   hc_sleep_ms(100);
@@ -58,7 +54,7 @@ static int child_exit_idle(void) {
   hc_hsa_init();
   void* buffer = hc_alloc_buffer(4);
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
-  if (call_ok(buffer, 1) != 0) return 3;
+  if (hc_call_ok(buffer, 1) != 0) return 3;
   return 43;
 }
 
@@ -80,7 +76,7 @@ static int child_exit_idle_timed(void) {
   atexit(report_exit_waits);
   void* buffer = hc_alloc_buffer(4);
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
-  if (call_ok(buffer, 1) != 0) return 3;
+  if (hc_call_ok(buffer, 1) != 0) return 3;
   /* Until the listener has ended one idle wait and begun the next (counted
    * calls; the loop bound is a hang detector): every earlier timeout is then
    * counted, and the wait in progress has at least its first timeout left. */
@@ -116,7 +112,7 @@ static int exit_counting_rings(bool shut_down) {
   atexit(check_exit_rings);
   void* buffer = hc_alloc_buffer(4);
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
-  if (call_ok(buffer, 1) != 0) return 4;
+  if (hc_call_ok(buffer, 1) != 0) return 4;
   hc_sleep_ms(30);
   g_hsa_shut_down = shut_down;
   if (shut_down && hsa_shut_down() != HSA_STATUS_SUCCESS) return 5;
@@ -147,7 +143,7 @@ static int child_exit_unrung_during_long_wait(void) {
   atexit(check_no_wait_in_progress);
   void* buffer = hc_alloc_buffer(4);
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
-  if (call_ok(buffer, 1) != 0) return 4;
+  if (hc_call_ok(buffer, 1) != 0) return 4;
   /* Waits of 100 and 400 ms have timed out: the listener is in its third,
    * of IDLE_WAIT_MAX_MS, longer than EXIT_TIMEOUT_MS. */
   hc_sleep_ms(AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS * (1 + AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH) +
@@ -291,7 +287,7 @@ static int fork_child_body(void) {
     return 2;
   }
   for (int i = 0; i < 20; ++i) {
-    int rc = call_ok(fresh, (uint64_t)i);
+    int rc = hc_call_ok(fresh, (uint64_t)i);
     if (rc != 0) {
       fprintf(stderr, "child: call %d on the fresh buffer: %d\n", i, rc);
       return 3;
@@ -327,7 +323,7 @@ static void test_fork_with_listener_running(void) {
 #endif
   parent_buffer = hc_alloc_buffer(8);
   DROPIN_REQUIRE_MSG(enableHostcalls(parent_buffer, 8, NULL), "enable");
-  DROPIN_CHECK_MSG(call_ok(parent_buffer, 1) == 0, "parent call");
+  DROPIN_CHECK_MSG(hc_call_ok(parent_buffer, 1) == 0, "parent call");
   void* buffers[1] = {parent_buffer};
   device_sim_waves_t* waves = start_waves(buffers, 1, 4, 0);
   DROPIN_REQUIRE_MSG(waves != NULL, "start waves");
@@ -345,7 +341,7 @@ static void test_fork_with_listener_running(void) {
   DROPIN_CHECK_MSG(device_sim_waves_join(waves, &result) == 0, "parent waves: %s", result.first_failure);
   DROPIN_CHECK_MSG(result.calls > 0, "parent waves made no call");
   printf("  parent waves: %llu calls during the forks\n", (unsigned long long)result.calls);
-  DROPIN_CHECK_MSG(call_ok(parent_buffer, 2) == 0, "parent call after the forks");
+  DROPIN_CHECK_MSG(hc_call_ok(parent_buffer, 2) == 0, "parent call after the forks");
   disableHostcalls(parent_buffer, NULL);
   hc_free_buffer(parent_buffer);
 }

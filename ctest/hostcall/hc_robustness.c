@@ -34,10 +34,6 @@ static int check_fc(const uint64_t in[64][8], const uint64_t out[64][8], uint64_
   return 0;
 }
 
-static int call_ok(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
-}
-
 static int run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, char* why,
                      size_t why_size) {
   void* buffers[1] = {buffer};
@@ -96,7 +92,7 @@ static int child_out_of_range(void) {
                     "n=%u index %llu: the host wrote into the buffer", n, (unsigned long long)bad);
         DROPIN_CHECK_INTO(failures, hc_guarded_prefix_intact(&g), "memory before the buffer changed");
         char why[256];
-        DROPIN_CHECK_INTO(failures, call_ok(g.buffer, bad) == 0, "n=%u: call after bad index %llu", n,
+        DROPIN_CHECK_INTO(failures, hc_call_ok(g.buffer, bad) == 0, "n=%u: call after bad index %llu", n,
                     (unsigned long long)bad);
         DROPIN_CHECK_INTO(failures, run_waves(g.buffer, 4, 25, bad * 7 + tag, why, sizeof(why)) == 0,
                     "n=%u waves after bad index: %s", n, why);
@@ -121,7 +117,7 @@ static int child_out_of_range(void) {
                 "wrong result");
     device_sim_push_free(g.buffer, good);
     DROPIN_CHECK_INTO(failures, device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0, "stack not drained");
-    DROPIN_CHECK_INTO(failures, call_ok(g.buffer, 1) == 0, "n=%u: call after the mixed stack", n);
+    DROPIN_CHECK_INTO(failures, hc_call_ok(g.buffer, 1) == 0, "n=%u: call after the mixed stack", n);
     disableHostcalls(g.buffer, NULL);
     DROPIN_CHECK_INTO(failures, hc_guarded_prefix_intact(&g), "memory before the buffer changed");
     free(snapshot);
@@ -178,7 +174,7 @@ static int child_unknown_service(void) {
     }
   }
   /* The buffer and the listener carry on. */
-  DROPIN_CHECK_INTO(failures, call_ok(buffer, 5) == 0, "FUNCTION_CALL after unknown services");
+  DROPIN_CHECK_INTO(failures, hc_call_ok(buffer, 5) == 0, "FUNCTION_CALL after unknown services");
   char why[256];
   DROPIN_CHECK_INTO(failures, run_waves(buffer, 4, 50, 9, why, sizeof(why)) == 0, "waves: %s", why);
   disableHostcalls(buffer, NULL);
@@ -224,7 +220,7 @@ static void test_activemask_zero(void) {
     DROPIN_CHECK_MSG(device_sim_wait_served(buffer, ptr, TIMEOUT_NS) == 0, "round %d: not released", round);
     DROPIN_CHECK_MSG(memcmp(&before, payload, sizeof(before)) == 0, "round %d: payload changed", round);
     device_sim_push_free(buffer, ptr);
-    DROPIN_CHECK_MSG(call_ok(buffer, (uint64_t)round) == 0, "round %d: call after empty packet", round);
+    DROPIN_CHECK_MSG(hc_call_ok(buffer, (uint64_t)round) == 0, "round %d: call after empty packet", round);
   }
   /* Through the one-call API too. */
   DROPIN_CHECK_MSG(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL, TIMEOUT_NS) == 0,
@@ -266,8 +262,8 @@ static void test_ready_stack_cycle(void) {
   device_sim_ring_doorbell(a);
   DROPIN_CHECK_MSG(device_sim_wait_served(a, ptr, TIMEOUT_NS) == 0, "cyclic packet never released");
   DROPIN_CHECK_MSG(device_sim_wait_ready_stack_empty(a, TIMEOUT_NS) == 0, "ready stack not drained");
-  DROPIN_CHECK_MSG(call_ok(b, 1) == 0, "other buffer not served after the cycle");
-  DROPIN_CHECK_MSG(call_ok(a, 2) == 0, "the buffer itself not served after the cycle");
+  DROPIN_CHECK_MSG(hc_call_ok(b, 1) == 0, "other buffer not served after the cycle");
+  DROPIN_CHECK_MSG(hc_call_ok(a, 2) == 0, "the buffer itself not served after the cycle");
   DROPIN_CHECK_MSG(cycle_calls == 1, "the cyclic packet was served %llu times (want exactly once)",
            (unsigned long long)cycle_calls);
   /* The packet is not returned to the free stack: it stays the wave's. */
@@ -316,7 +312,7 @@ static void test_lost_doorbell(void) {
   hsa_sim_set_periodic_recheck(false, 0);
   void* buffer = hc_alloc_buffer(8);
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
-  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "warm-up call");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "warm-up call");
   hc_sleep_ms(20); /* let the listener go back to its blocked wait */
   hsa_signal_t doorbell = {device_sim_header(buffer)->doorbell};
 
@@ -366,7 +362,7 @@ static void test_idle_waits_grow(void) {
   hsa_sim_set_periodic_recheck(false, 0);
   void* buffer = hc_alloc_buffer(8);
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
-  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "warm-up call");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "warm-up call");
   /* Silence until the listener asks for its longest idle wait (the bound
    * is a hang detector: with a fixed timeout it never comes). The timeouts
    * it asked for on the way, as the runtime recorded them, must grow by
@@ -423,7 +419,7 @@ static void test_idle_waits_grow(void) {
    * the listener makes no further timed-out wait meanwhile. */
   hc_sleep_ms(1500);
   hsa_sim_reset_call_counts();
-  DROPIN_CHECK_MSG(call_ok(buffer, 2) == 0, "rung call after a long idle time");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 2) == 0, "rung call after a long idle time");
   DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_signal_wait_scacquire") <= 2,
            "a rung call took %llu blocked waits",
            (unsigned long long)hsa_sim_call_count("hsa_signal_wait_scacquire"));

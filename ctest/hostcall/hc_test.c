@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #ifndef HC_NO_HSA
+#include "device_sim.h"
 #include "hsa_sim.h"
 #endif
 
@@ -140,6 +141,10 @@ long hc_thread_sleeps(const char* comm) {
 }
 
 #ifndef HC_NO_HSA
+int hc_call_ok(void* buffer, uint64_t salt) {
+  return device_sim_fc_checked_call(buffer, ~0ull, salt, HC_CALL_TIMEOUT_NS);
+}
+
 void hc_hsa_init(void) {
   hsa_status_t status = hsa_init();
   if (status != HSA_STATUS_SUCCESS) {

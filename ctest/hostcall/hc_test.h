@@ -29,6 +29,12 @@ uint64_t hc_now_ms(void);
 uint64_t hc_now_us(void);
 void hc_sleep_ms(uint32_t ms);
 
+/* One FUNCTION_CALL from all 64 lanes of a wave on `buffer`, every answer
+ * checked (device_sim_fc_checked_call with `salt`), waiting at most
+ * HC_CALL_TIMEOUT_NS; 0 when it was served right, else a device_sim code. */
+#define HC_CALL_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
+int hc_call_ok(void* buffer, uint64_t salt);
+
 /* hsa_init with the simulator's defaults; aborts the test on failure. */
 void hc_hsa_init(void);
 
