@@ -72,11 +72,8 @@ static void test_dlclose_with_buffer_enabled(void) {
     DROPIN_CHECK_MSG(hc_call_ok(buffer, (uint64_t)round) == 0, "call before dlclose");
     DROPIN_CHECK_MSG(hc_thread_count() > threads0, "listener thread not running");
     /* Traffic in flight right up to the unload. */
-    void* buffers[1] = {buffer};
-    device_sim_waves_config_t config = device_sim_waves_config(
-        buffers, 1, 2, 100, 1, TIMEOUT_NS);
     device_sim_waves_result_t result;
-    DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+    DROPIN_CHECK_MSG(hc_run_waves(buffer, 2, 100, 1, TIMEOUT_NS, &result) == 0, "waves: %s", result.first_failure);
     DROPIN_CHECK_MSG(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
     hc_sleep_ms(round < 3 ? 200 : 2);
     bool mapped = library_mapped();
@@ -118,10 +115,8 @@ static void test_dlclose_with_phase_bit_buffer_enabled(void) {
   DROPIN_REQUIRE_MSG(bitmap != NULL && device_sim_phase_attach(buffer), "bitmap");
   DROPIN_REQUIRE_MSG(enable(buffer, n, NULL, phase_bit, bitmap) == 0, "enable");
   DROPIN_CHECK_MSG(hc_call_ok(buffer, 7) == 0, "call before dlclose");
-  void* buffers[1] = {buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 2, 100, 2, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_run_waves(buffer, 2, 100, 2, TIMEOUT_NS, &result) == 0, "waves: %s", result.first_failure);
   DROPIN_CHECK_MSG(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
   hc_sleep_ms(50);
   if (library_mapped()) {

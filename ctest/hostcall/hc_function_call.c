@@ -20,12 +20,8 @@ static void run_config(uint32_t num_packets, uint32_t waves, uint32_t calls, uin
   void* buffer = hc_alloc_buffer(num_packets);
   DROPIN_REQUIRE_MSG(buffer != NULL, "alloc");
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, num_packets, (const void*)0x1234), "enable n=%u", num_packets);
-  void* buffers[1] = {buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, 1, waves, calls, seed, TIMEOUT_NS);
-  config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
-  int rc = device_sim_run_waves(&config, &result);
+  int rc = hc_run_waves(buffer, waves, calls, seed, TIMEOUT_NS, &result);
   DROPIN_CHECK_MSG(rc == 0, "n=%u W=%u K=%u: %llu errors, %llu mismatches, %llu inactive-lane writes: %s",
            num_packets, waves, calls, (unsigned long long)result.errors,
            (unsigned long long)result.mismatches, (unsigned long long)result.inactive_lane_writes,

@@ -79,11 +79,9 @@ static void test_initial_layout(void) {
       }
     }
     /* And it works: as many waves as packets, each holding one packet. */
-    void* buffers[1] = {buffer};
-    device_sim_waves_config_t config = device_sim_waves_config(
-        buffers, 1, n < 16 ? n : 16, 20, n, TIMEOUT_NS);
     device_sim_waves_result_t result;
-    DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "n=%u: %s", n, result.first_failure);
+    DROPIN_CHECK_MSG(hc_run_waves(buffer, n < 16 ? n : 16, 20, n, TIMEOUT_NS, &result) == 0, "n=%u: %s", n,
+                     result.first_failure);
     disableHostcalls(buffer, NULL);
     hc_free_buffer(buffer);
   }

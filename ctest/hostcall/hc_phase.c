@@ -245,10 +245,8 @@ static void test_bit_without_a_request(void) {
   DROPIN_REQUIRE_MSG(phase_open(&p, 4), "enable");
   /* Bits 0-2 taken with no request behind them: waves use packet 3 only. */
   for (uint32_t i = 0; i < 3; ++i) device_sim_phase_set_bit(p.buffer, i);
-  void* buffers[1] = {p.buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 3, 40, 77, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_run_waves(p.buffer, 3, 40, 77, TIMEOUT_NS, &result) == 0, "%s", result.first_failure);
   for (uint32_t i = 0; i < 3; ++i) {
     DROPIN_CHECK_MSG(*device_sim_phase_device(p.buffer, i) == 0 && *device_sim_phase_host(p.buffer, i) == 0,
              "packet %u never used", i);
@@ -275,10 +273,8 @@ static void test_packet_beyond_num_packets(void) {
   /* The host saw packet 0 pending (an empty active mask), served nothing and
    * settled it; nothing past the buffer was touched (the guard page). */
   DROPIN_CHECK_MSG(*device_sim_phase_device(g.buffer, 0) == *device_sim_phase_host(g.buffer, 0), "settled");
-  void* buffers[1] = {g.buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 4, 50, 5, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_run_waves(g.buffer, 4, 50, 5, TIMEOUT_NS, &result) == 0, "%s", result.first_failure);
   DROPIN_CHECK_MSG(hc_guarded_prefix_intact(&g), "bytes before the buffer intact");
   disableHostcalls(g.buffer, NULL);
   device_sim_phase_detach(g.buffer);
@@ -297,10 +293,8 @@ static void test_wave_that_never_returns(void) {
   device_sim_phase_ring_throttled(p.buffer);
   /* The wave never reads its answer nor clears its bit: its packet stays
    * taken, the other waves go on with the other three. */
-  void* buffers[1] = {p.buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 6, 60, 11, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_run_waves(p.buffer, 6, 60, 11, TIMEOUT_NS, &result) == 0, "%s", result.first_failure);
   DROPIN_CHECK_MSG(atomic_load(&g_counted_calls) == 1, "its request was served once");
   DROPIN_CHECK_MSG(*device_sim_phase_device(p.buffer, index) == *device_sim_phase_host(p.buffer, index), "answered");
   DROPIN_CHECK_MSG(p.bitmap[0] == (1u << index), "its bit stays set: %#x", p.bitmap[0]);

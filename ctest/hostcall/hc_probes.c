@@ -155,14 +155,11 @@ static void* soak_worker(void* arg) {
     }
     uint64_t cycle = atomic_fetch_add_explicit(&g_cycles, 1, memory_order_relaxed);
     /* Random masks and inputs (the default fill), answers checked. */
-    void* buffers[1] = {buffer};
     uint32_t waves = 1 + (uint32_t)(device_sim_rand(&rng) % 4);
     uint32_t calls = 1 + (uint32_t)(device_sim_rand(&rng) % 40);
-    device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, waves, calls,
-                                                               device_sim_rand(&rng), TIMEOUT_NS);
-    config.check_inactive_lanes = true;
+    uint64_t seed = device_sim_rand(&rng);
     device_sim_waves_result_t result;
-    if (device_sim_run_waves(&config, &result) != 0) {
+    if (hc_run_waves(buffer, waves, calls, seed, TIMEOUT_NS, &result) != 0) {
       atomic_fetch_add_explicit(&g_wrong, 1, memory_order_relaxed);
       fprintf(stderr, "soak worker %u: %s\n", worker, result.first_failure);
     }

@@ -293,11 +293,8 @@ static int fork_child_body(void) {
       return 3;
     }
   }
-  void* buffers[1] = {fresh};
   device_sim_waves_result_t result;
-  device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, 1, 4, 200, 77, TIMEOUT_NS);
-  if (device_sim_run_waves(&config, &result) != 0) {
+  if (hc_run_waves(fresh, 4, 200, 77, TIMEOUT_NS, &result) != 0) {
     fprintf(stderr, "child waves: %s\n", result.first_failure);
     failures++;
   }

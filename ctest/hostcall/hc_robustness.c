@@ -36,12 +36,8 @@ static int check_fc(const uint64_t in[64][8], const uint64_t out[64][8], uint64_
 
 static int run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, char* why,
                      size_t why_size) {
-  void* buffers[1] = {buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, 1, waves, calls, seed, TIMEOUT_NS);
-  config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
-  int rc = device_sim_run_waves(&config, &result);
+  int rc = hc_run_waves(buffer, waves, calls, seed, TIMEOUT_NS, &result);
   snprintf(why, why_size, "%s", result.first_failure);
   return rc;
 }

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #ifndef HC_NO_HSA
-#include "device_sim.h"
 #include "hsa_sim.h"
 #endif
 
@@ -143,6 +142,14 @@ long hc_thread_sleeps(const char* comm) {
 #ifndef HC_NO_HSA
 int hc_call_ok(void* buffer, uint64_t salt) {
   return device_sim_fc_checked_call(buffer, ~0ull, salt, HC_CALL_TIMEOUT_NS);
+}
+
+int hc_run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, uint64_t timeout_ns,
+                 device_sim_waves_result_t* result) {
+  void* buffers[1] = {buffer};
+  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, waves, calls, seed, timeout_ns);
+  config.check_inactive_lanes = true;
+  return device_sim_run_waves(&config, result);
 }
 
 void hc_hsa_init(void) {

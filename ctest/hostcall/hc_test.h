@@ -9,6 +9,9 @@
 #include <stdio.h>
 
 #include "dropin_check.h"
+#ifndef HC_NO_HSA
+#include "device_sim.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +37,13 @@ void hc_sleep_ms(uint32_t ms);
  * HC_CALL_TIMEOUT_NS; 0 when it was served right, else a device_sim code. */
 #define HC_CALL_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
 int hc_call_ok(void* buffer, uint64_t salt);
+#ifndef HC_NO_HSA
+/* `waves` waves of `calls` calls each on `buffer` alone (the default
+ * FUNCTION_CALL traffic of device_sim_waves_config, `seed`, `timeout_ns` a
+ * call), writes to inactive lanes checked; device_sim_run_waves's code. */
+int hc_run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, uint64_t timeout_ns,
+                 device_sim_waves_result_t* result);
+#endif
 
 /* hsa_init with the simulator's defaults; aborts the test on failure. */
 void hc_hsa_init(void);

@@ -49,11 +49,9 @@ static int child_hook_service(void) {
     }
   }
   /* Hook requests mixed into regular traffic. */
-  void* one[1] = {buffers[0]};
-  device_sim_waves_config_t config = device_sim_waves_config(one, 1, 4, 100, 3, TIMEOUT_NS);
-  config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
-  DROPIN_CHECK_INTO(failures, device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+  DROPIN_CHECK_INTO(failures, hc_run_waves(buffers[0], 4, 100, 3, TIMEOUT_NS, &result) == 0, "waves: %s",
+                    result.first_failure);
   disableHostcalls(buffers[0], NULL);
   disableHostcalls(buffers[1], NULL);
   hc_free_buffer(buffers[0]);
