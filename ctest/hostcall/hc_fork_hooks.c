@@ -85,8 +85,7 @@ static void test_exit_after_fork_in_idle_wait(void) {
                      hc_child_describe(&r));
   }
   DROPIN_CHECK_MSG(hc_call_ok(buffer, 2) == 0, "parent call after the forks");
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
 }
 
 /* ---- fork inside a once-only initializer ---------------------------------- */
@@ -135,8 +134,7 @@ static int grandchild_enables(void) {
     fprintf(stderr, "child: call: %d\n", rc);
     return 3;
   }
-  disableHostcalls(fresh, NULL);
-  hc_free_buffer(fresh);
+  hc_disable_and_free(fresh);
   return 0;
 }
 
@@ -152,8 +150,7 @@ static int child_fork_in_process_hooks(void) {
     fprintf(stderr, "the held first enable did not finish well\n");
     failures++;
   }
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
   return failures ? 1 : 0;
 }
 

@@ -87,8 +87,7 @@ static void test_specific_masks(void) {
       }
     }
   }
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
 }
 
 int main(void) {

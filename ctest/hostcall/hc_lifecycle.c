@@ -82,11 +82,9 @@ static void test_initial_layout(void) {
     device_sim_waves_result_t result;
     DROPIN_CHECK_MSG(hc_run_waves(buffer, n < 16 ? n : 16, 20, n, TIMEOUT_NS, &result) == 0, "n=%u: %s", n,
                      result.first_failure);
-    disableHostcalls(buffer, NULL);
-    hc_free_buffer(buffer);
+    hc_disable_and_free(buffer);
   }
-  disableHostcalls(keep, NULL);
-  hc_free_buffer(keep);
+  hc_disable_and_free(keep);
 }
 
 /* The listener starts with the first enable and is stopped (thread joined,
@@ -244,8 +242,7 @@ static void test_overlapping_buffers(void) {
   DROPIN_CHECK_MSG(enableHostcalls(raw + getHostcallBufferSize(8), 2, NULL), "adjacent buffer refused");
   DROPIN_CHECK_MSG(hc_call_ok(raw, 1) == 0 && hc_call_ok(raw + getHostcallBufferSize(8), 2) == 0, "calls");
   disableHostcalls(raw + getHostcallBufferSize(8), NULL);
-  disableHostcalls(raw, NULL);
-  hc_free_buffer(raw);
+  hc_disable_and_free(raw);
 }
 
 /* Disabling an unknown buffer or disabling twice is a no-op that leaves
@@ -307,8 +304,7 @@ static void test_signal_destroy_failure(void) {
   hsa_sim_clear_faults();
   DROPIN_CHECK_MSG(hc_wait_thread_count(threads0, 1000) == threads0, "listener left running");
   DROPIN_CHECK_MSG(enableHostcalls(buffer, 4, NULL) && hc_call_ok(buffer, 8) == 0, "enable after failure");
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
 }
 
 int main(void) {

@@ -149,8 +149,7 @@ static void test_churn_while_serving(void) {
            (unsigned long long)result.calls, (unsigned long long)result.errors,
            (unsigned long long)result.mismatches, result.first_failure);
   for (int i = 0; i < B; ++i) {
-    disableHostcalls(buffers[i], NULL);
-    hc_free_buffer(buffers[i]);
+    hc_disable_and_free(buffers[i]);
   }
 }
 

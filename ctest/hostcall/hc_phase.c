@@ -377,8 +377,7 @@ static void test_slow_phase_bit_buffer_beside_a_classic_one(void) {
          (unsigned long long)fast_calls, SLOW_CALLS);
   DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SLOW_SERVICE, slow.buffer) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
-  disableHostcalls(fast, NULL);
-  hc_free_buffer(fast);
+  hc_disable_and_free(fast);
   phase_close(&slow);
 }
 

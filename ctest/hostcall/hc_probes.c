@@ -183,8 +183,7 @@ static void* soak_worker(void* arg) {
       }
       atomic_fetch_add_explicit(&g_forks, 1, memory_order_relaxed);
     }
-    disableHostcalls(buffer, NULL);
-    hc_free_buffer(buffer);
+    hc_disable_and_free(buffer);
   }
   return NULL;
 }

@@ -339,8 +339,7 @@ static void test_fork_with_listener_running(void) {
   DROPIN_CHECK_MSG(result.calls > 0, "parent waves made no call");
   printf("  parent waves: %llu calls during the forks\n", (unsigned long long)result.calls);
   DROPIN_CHECK_MSG(hc_call_ok(parent_buffer, 2) == 0, "parent call after the forks");
-  disableHostcalls(parent_buffer, NULL);
-  hc_free_buffer(parent_buffer);
+  hc_disable_and_free(parent_buffer);
 }
 
 /* A fork while another thread is inside the very first enableHostcalls

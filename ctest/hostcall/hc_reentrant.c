@@ -150,8 +150,7 @@ static void test_disable_own_buffer_from_service(void) {
   /* It is disabled: enabling it again works and serves. */
   DROPIN_REQUIRE_MSG(enableHostcalls(c, PACKETS, NULL), "re-enable");
   DROPIN_CHECK_MSG(device_sim_fc_checked_call(c, ~0ull, 5, TIMEOUT_NS) == 0, "call after re-enable");
-  disableHostcalls(c, NULL);
-  hc_free_buffer(c);
+  hc_disable_and_free(c);
 }
 
 /* ---- packets left waiting at disable are logged --------------------------- */

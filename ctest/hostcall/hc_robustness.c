@@ -173,8 +173,7 @@ static int child_unknown_service(void) {
   DROPIN_CHECK_INTO(failures, hc_call_ok(buffer, 5) == 0, "FUNCTION_CALL after unknown services");
   char why[256];
   DROPIN_CHECK_INTO(failures, run_waves(buffer, 4, 50, 9, why, sizeof(why)) == 0, "waves: %s", why);
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
   return failures ? 1 : 0;
 }
 
@@ -221,8 +220,7 @@ static void test_activemask_zero(void) {
   /* Through the one-call API too. */
   DROPIN_CHECK_MSG(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL, TIMEOUT_NS) == 0,
            "empty call");
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
 }
 
 /* ---- a cycle in the ready stack ------------------------------------------ */
@@ -344,8 +342,7 @@ static void test_lost_doorbell(void) {
   finish(buffer, ptr, (const uint64_t(*)[8])lanes, "two posts, one ring (1st)");
   finish(buffer, ptr2, (const uint64_t(*)[8])lanes2, "two posts, one ring (2nd)");
 
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
   hsa_sim_set_periodic_recheck(true, 1000);
 }
 
@@ -419,8 +416,7 @@ static void test_idle_waits_grow(void) {
   DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_signal_wait_scacquire") <= 2,
            "a rung call took %llu blocked waits",
            (unsigned long long)hsa_sim_call_count("hsa_signal_wait_scacquire"));
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
   hsa_sim_set_periodic_recheck(true, 1000);
 }
 
