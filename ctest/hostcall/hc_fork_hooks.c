@@ -156,8 +156,7 @@ static int child_fork_in_process_hooks(void) {
 
 static void test_fork_in_process_hooks(void) {
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("fork_in_process_hooks", NULL, 2 * CHILD_DEADLINE_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("fork_in_process_hooks", NULL, 2 * CHILD_DEADLINE_MS, &r);
 }
 
 /* Any failing vmem call makes a status; the first one looks up IREE's status
@@ -196,8 +195,7 @@ static int child_fork_in_status_allocator(void) {
 
 static void test_fork_in_status_allocator(void) {
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("fork_in_status_allocator", NULL, 2 * CHILD_DEADLINE_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("fork_in_status_allocator", NULL, 2 * CHILD_DEADLINE_MS, &r);
 }
 
 int main(int argc, char** argv) {

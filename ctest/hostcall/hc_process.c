@@ -395,8 +395,7 @@ static int child_fork_during_first_enable(void) {
 
 static void test_fork_during_first_enable(void) {
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("fork_first_enable", NULL, 60000, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("fork_first_enable", NULL, 60000, &r);
 }
 
 int main(int argc, char** argv) {

@@ -126,8 +126,7 @@ static int child_out_of_range(void) {
 static void test_index_outside_buffer(void) {
   static const char* const env[] = {LOG_ENV, NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("out_of_range", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("out_of_range", env, CHILD_TIMEOUT_MS, &r);
   /* Dropped packets are logged (at least one line from the library). */
   DROPIN_CHECK_MSG(hc_contains(r.err, "amdgpu-dropin"), "no log line for dropped packets; stderr: %s",
            r.err);
@@ -180,16 +179,14 @@ static int child_unknown_service(void) {
 static void test_unknown_service(void) {
   static const char* const env[] = {LOG_ENV, NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("unknown_service", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("unknown_service", env, CHILD_TIMEOUT_MS, &r);
   int a = hc_count_lines_with_id(r.err, "service", UNKNOWN_A);
   int b = hc_count_lines_with_id(r.err, "service", UNKNOWN_B);
   DROPIN_CHECK_MSG(a == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_A, a, r.err);
   DROPIN_CHECK_MSG(b == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_B, b, r.err);
   /* Off by default: without AMD_LOG_LEVEL the library prints nothing. */
   static const char* const quiet[] = {"AMD_LOG_LEVEL=0", NULL};
-  DROPIN_REQUIRE_MSG(hc_spawn_child("unknown_service", quiet, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("unknown_service", quiet, CHILD_TIMEOUT_MS, &r);
   DROPIN_CHECK_MSG(!hc_contains(r.err, "amdgpu-dropin"), "logged with AMD_LOG_LEVEL=0: %s", r.err);
 }
 

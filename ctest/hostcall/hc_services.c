@@ -661,16 +661,14 @@ static int child_sanitizer_default(void) {
 static void test_sanitizer_default(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=0", NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("sanitizer_default", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("sanitizer_default", env, CHILD_TIMEOUT_MS, &r);
   DROPIN_CHECK_MSG(hc_contains(r.err, "write of 8 bytes, pc 0xabcdef, workgroup (3, 1, 2)"),
            "decoded report missing; stderr: %s", r.err);
   DROPIN_CHECK_MSG(hc_contains(r.err, "lane 63: address 0x00000070000003f0 id 63"), "lane 63; stderr: %s", r.err);
   DROPIN_CHECK_MSG(hc_contains(r.err, "lane  2: address 0x0000007000000020 id 2"), "lane 2; stderr: %s", r.err);
   DROPIN_CHECK_MSG(hc_contains(r.err, "lane 40: address 0xffffffffffffffff"), "malformed report; stderr: %s",
            r.err);
-  int headers = 0;
-  for (const char* p = r.err; (p = strstr(p, "address sanitizer report")) != NULL; ++p) headers++;
+  int headers = hc_count_occurrences(r.err, "address sanitizer report");
   DROPIN_CHECK_MSG(headers == 2, "%d reports printed (want 2: the empty packet prints nothing)", headers);
 }
 

@@ -432,6 +432,12 @@ bool hc_contains(const char* text, const char* needle) {
   return false;
 }
 
+int hc_count_occurrences(const char* text, const char* needle) {
+  int count = 0;
+  for (const char* p = text; (p = strstr(p, needle)) != NULL; ++p) count++;
+  return count;
+}
+
 static bool line_has_token(const char* line, size_t len, const char* token) {
   size_t n = strlen(token);
   for (size_t i = 0; i + n <= len; ++i) {

@@ -146,12 +146,22 @@ bool hc_spawn_child(const char* name, const char* const* env, uint32_t timeout_m
 bool hc_fork_child(hc_child_fn fn, uint32_t timeout_ms, hc_child_result_t* result);
 /* Describes a child result in one line (for failure messages). */
 const char* hc_child_describe(const hc_child_result_t* result);
+/* Runs child case `name` (hc_spawn_child into *result) and checks that it
+ * exited with 0; leaves the calling test (void) when it cannot start. */
+#define HC_CHILD_OK(name, env, timeout_ms, result)                                              \
+  do {                                                                                          \
+    DROPIN_REQUIRE_MSG(hc_spawn_child((name), (env), (timeout_ms), (result)), "spawn %s", (name)); \
+    DROPIN_CHECK_MSG((result)->exited && (result)->exit_code == 0, "child %s: %s", (name),         \
+                     hc_child_describe(result));                                                \
+  } while (0)
 
 /* Counts the lines of `text` that contain `needle` (case-insensitive) and the
  * decimal number `id` as a whole token. */
 int hc_count_lines_with_id(const char* text, const char* needle, uint64_t id);
 /* Case-insensitive substring search. */
 bool hc_contains(const char* text, const char* needle);
+/* Occurrences of `needle` in `text` (case-sensitive, overlapping ones too). */
+int hc_count_occurrences(const char* text, const char* needle);
 
 #ifdef __cplusplus
 }

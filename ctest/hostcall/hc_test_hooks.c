@@ -62,8 +62,7 @@ static int child_hook_service(void) {
 static void test_hook_service(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=1", NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("hook_service", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("hook_service", env, CHILD_TIMEOUT_MS, &r);
   int panicked = hc_count_lines_with_id(r.err, "panicked", HOOK_SERVICE);
   int unknown = hc_count_lines_with_id(r.err, "unknown service id", HOOK_SERVICE);
 #ifdef HC_TEST_HOOKS
