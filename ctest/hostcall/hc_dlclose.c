@@ -15,8 +15,6 @@
 #error "AMDGPU_DROPIN_SO_PATH must name the library's shared object"
 #endif
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
-
 typedef size_t (*size_fn)(uint32_t);
 typedef bool (*enable_fn)(void*, uint32_t, const void*);
 typedef void (*disable_fn)(void*, const void*);
@@ -73,7 +71,7 @@ static void test_dlclose_with_buffer_enabled(void) {
     DROPIN_CHECK_MSG(hc_thread_count() > threads0, "listener thread not running");
     /* Traffic in flight right up to the unload. */
     device_sim_waves_result_t result;
-    DROPIN_CHECK_MSG(hc_run_waves(buffer, 2, 100, 1, TIMEOUT_NS, &result) == 0, "waves: %s", result.first_failure);
+    DROPIN_CHECK_MSG(hc_run_waves(buffer, 2, 100, 1, HC_CALL_TIMEOUT_NS, &result) == 0, "waves: %s", result.first_failure);
     DROPIN_CHECK_MSG(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
     hc_sleep_ms(round < 3 ? 200 : 2);
     bool mapped = library_mapped();
@@ -116,7 +114,7 @@ static void test_dlclose_with_phase_bit_buffer_enabled(void) {
   DROPIN_REQUIRE_MSG(enable(buffer, n, NULL, phase_bit, bitmap) == 0, "enable");
   DROPIN_CHECK_MSG(hc_call_ok(buffer, 7) == 0, "call before dlclose");
   device_sim_waves_result_t result;
-  DROPIN_CHECK_MSG(hc_run_waves(buffer, 2, 100, 2, TIMEOUT_NS, &result) == 0, "waves: %s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_run_waves(buffer, 2, 100, 2, HC_CALL_TIMEOUT_NS, &result) == 0, "waves: %s", result.first_failure);
   DROPIN_CHECK_MSG(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
   hc_sleep_ms(50);
   if (library_mapped()) {

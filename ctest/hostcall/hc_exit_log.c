@@ -21,7 +21,7 @@ static int child_exit_enabled(void) {
 static void test_exit_names_the_missing_function(void) {
   const char* const env[] = {"AMD_LOG_LEVEL=4", NULL};
   hc_child_result_t r;
-  HC_CHILD_OK("exit_enabled", env, 20000, &r);
+  HC_CHILD_OK("exit_enabled", env, HC_CHILD_TIMEOUT_MS, &r);
   DROPIN_CHECK_MSG(hc_contains(r.err, "no doorbell ring"), "exit logged nothing about its ring: %s", r.err);
   DROPIN_CHECK_MSG(hc_contains(r.err, "has no hsa_system_get_info"), "the missing function is not named: %s", r.err);
   DROPIN_CHECK_MSG(!hc_contains(r.err, "no longer answers"), "misleading line: %s", r.err);

@@ -32,9 +32,6 @@ bool amdgpu_dropin_test_pause_reached(uint32_t point);
 void amdgpu_dropin_test_pause_release(uint32_t point);
 uint64_t amdgpu_dropin_test_exit_hsa_waits(void);
 
-/* A child that has not finished by then is hung (a hang detector only). */
-#define CHILD_DEADLINE_MS 20000u
-
 /* Polls `done` for up to 10 s. */
 static bool wait_for(bool (*done)(void)) {
   for (int i = 0; i < 10000; ++i) {
@@ -79,7 +76,7 @@ static void test_exit_after_fork_in_idle_wait(void) {
   DROPIN_REQUIRE_MSG(wait_for(one_blocked_wait), "the listener never entered its blocked wait");
   for (int round = 0; round < 3; ++round) {
     hc_child_result_t r;
-    DROPIN_REQUIRE_MSG(hc_fork_child(child_exits, CHILD_DEADLINE_MS, &r), "fork");
+    DROPIN_REQUIRE_MSG(hc_fork_child(child_exits, HC_CHILD_TIMEOUT_MS, &r), "fork");
     DROPIN_CHECK_MSG(r.exited && r.exit_code == 46,
                      "round %d: want exit 46 (no wait for a listener of the parent); child %s", round,
                      hc_child_describe(&r));
@@ -110,7 +107,7 @@ static int fork_while_held(uint32_t point, const char* where, void* (*held)(void
     return 1;
   }
   hc_child_result_t r;
-  bool forked = hc_fork_child(in_child, CHILD_DEADLINE_MS, &r);
+  bool forked = hc_fork_child(in_child, HC_CHILD_TIMEOUT_MS, &r);
   amdgpu_dropin_test_pause_release(point);
   pthread_join(thread, held_result);
   if (!forked || !(r.exited && r.exit_code == 0)) {
@@ -156,7 +153,7 @@ static int child_fork_in_process_hooks(void) {
 
 static void test_fork_in_process_hooks(void) {
   hc_child_result_t r;
-  HC_CHILD_OK("fork_in_process_hooks", NULL, 2 * CHILD_DEADLINE_MS, &r);
+  HC_CHILD_OK("fork_in_process_hooks", NULL, 2 * HC_CHILD_TIMEOUT_MS, &r);
 }
 
 /* Any failing vmem call makes a status; the first one looks up IREE's status
@@ -195,7 +192,7 @@ static int child_fork_in_status_allocator(void) {
 
 static void test_fork_in_status_allocator(void) {
   hc_child_result_t r;
-  HC_CHILD_OK("fork_in_status_allocator", NULL, 2 * CHILD_DEADLINE_MS, &r);
+  HC_CHILD_OK("fork_in_status_allocator", NULL, 2 * HC_CHILD_TIMEOUT_MS, &r);
 }
 
 int main(int argc, char** argv) {

@@ -9,8 +9,6 @@
 #include "hc_test.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
-
 static uint64_t total_calls = 0;
 static uint64_t total_lanes = 0;
 
@@ -21,7 +19,7 @@ static void run_config(uint32_t num_packets, uint32_t waves, uint32_t calls, uin
   DROPIN_REQUIRE_MSG(buffer != NULL, "alloc");
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, num_packets, (const void*)0x1234), "enable n=%u", num_packets);
   device_sim_waves_result_t result;
-  int rc = hc_run_waves(buffer, waves, calls, seed, TIMEOUT_NS, &result);
+  int rc = hc_run_waves(buffer, waves, calls, seed, HC_WAVES_TIMEOUT_NS, &result);
   DROPIN_CHECK_MSG(rc == 0, "n=%u W=%u K=%u: %llu errors, %llu mismatches, %llu inactive-lane writes: %s",
            num_packets, waves, calls, (unsigned long long)result.errors,
            (unsigned long long)result.mismatches, (unsigned long long)result.inactive_lane_writes,
@@ -73,7 +71,7 @@ static void test_specific_masks(void) {
     }
     memcpy(in, lanes, sizeof(in));
     int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, masks[m], lanes,
-                                 TIMEOUT_NS);
+                                 HC_WAVES_TIMEOUT_NS);
     DROPIN_CHECK_MSG(rc == 0, "mask %016llx: %s", (unsigned long long)masks[m], device_sim_error_string(rc));
     for (uint32_t lane = 0; lane < 64; ++lane) {
       if (masks[m] & (1ull << lane)) {

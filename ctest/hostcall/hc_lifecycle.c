@@ -10,8 +10,6 @@
 #include "hsa_sim.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
-
 /* Size from the formula of docs/protocols.md#classic-layout (48-byte header rounded to 8, 24-byte packet
  * headers, payloads 8-aligned, 4096 bytes each), written out longhand here
  * and compared for many n, including the extremes. */
@@ -80,7 +78,7 @@ static void test_initial_layout(void) {
     }
     /* And it works: as many waves as packets, each holding one packet. */
     device_sim_waves_result_t result;
-    DROPIN_CHECK_MSG(hc_run_waves(buffer, n < 16 ? n : 16, 20, n, TIMEOUT_NS, &result) == 0, "n=%u: %s", n,
+    DROPIN_CHECK_MSG(hc_run_waves(buffer, n < 16 ? n : 16, 20, n, HC_CALL_TIMEOUT_NS, &result) == 0, "n=%u: %s", n,
                      result.first_failure);
     hc_disable_and_free(buffer);
   }
@@ -199,7 +197,7 @@ static void test_enable_twice(void) {
   /* A wave holds a packet (popped, not yet posted) while enable is called
    * again: re-initializing the buffer would hand that packet out twice. */
   uint64_t held = 0;
-  DROPIN_REQUIRE_MSG(device_sim_pop_free(buffer, &held, TIMEOUT_NS) == 0, "pop");
+  DROPIN_REQUIRE_MSG(device_sim_pop_free(buffer, &held, HC_CALL_TIMEOUT_NS) == 0, "pop");
   uint64_t free_top = device_sim_header(buffer)->free_stack;
   bool second = enableHostcalls(buffer, 4, NULL);
   DROPIN_CHECK_MSG(!second, "enabling an enabled buffer returned true");
@@ -218,7 +216,7 @@ static void test_enable_twice(void) {
   device_sim_fill(buffer, held, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, (const uint64_t(*)[8])lanes);
   device_sim_push_ready(buffer, held);
   device_sim_ring_doorbell(buffer);
-  DROPIN_CHECK_MSG(device_sim_wait_served(buffer, held, TIMEOUT_NS) == 0, "held packet not served");
+  DROPIN_CHECK_MSG(device_sim_wait_served(buffer, held, HC_CALL_TIMEOUT_NS) == 0, "held packet not served");
   uint64_t expected[2];
   device_sim_fc_expected(&lanes[5][1], expected);
   device_sim_read_results(buffer, held, ~0ull, lanes);

@@ -10,11 +10,9 @@
 #include "hc_test.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
-
 /* A function call on every lane of one full wave, checked. */
 static int one_checked_call(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
+  return device_sim_fc_checked_call(buffer, ~0ull, salt, HC_WAVES_TIMEOUT_NS);
 }
 
 /* 8 buffers (mixed packet counts), 16 waves spread over them. */
@@ -28,7 +26,7 @@ static void test_many_buffers_served_at_once(void) {
                "enable %d", i);
   }
   device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, B, 16, 1500, 7, TIMEOUT_NS);
+      buffers, B, 16, 1500, 7, HC_WAVES_TIMEOUT_NS);
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
@@ -135,7 +133,7 @@ static void test_churn_while_serving(void) {
     DROPIN_REQUIRE_MSG(buffers[i] != NULL && enableHostcalls(buffers[i], 8, NULL), "enable %d", i);
   }
   device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, B, 8, 1500, 11, TIMEOUT_NS);
+      buffers, B, 8, 1500, 11, HC_WAVES_TIMEOUT_NS);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
   DROPIN_REQUIRE_MSG(waves != NULL, "start waves");
 
@@ -178,7 +176,7 @@ static void test_disable_one_of_many(void) {
   DROPIN_REQUIRE_MSG(enableHostcalls(a, 8, NULL) && enableHostcalls(b, 8, NULL), "enable");
   void* buffers[1] = {a};
   device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, 1, 4, 2000, 5, TIMEOUT_NS);
+      buffers, 1, 4, 2000, 5, HC_WAVES_TIMEOUT_NS);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
   DROPIN_REQUIRE_MSG(waves != NULL, "start");
   for (int i = 0; i < 50; ++i) {

@@ -14,14 +14,13 @@
 #include "hsa_sim.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
 /* A child that has not exited by then is hung. */
 #define EXIT_DEADLINE_MS 20000u /* a hang detector */
 
 static device_sim_waves_t* start_waves(void* const* buffers, uint32_t count, uint32_t waves,
                                        uint32_t calls) {
   device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, count, waves, calls, 3, TIMEOUT_NS);
+      buffers, count, waves, calls, 3, HC_CALL_TIMEOUT_NS);
   return device_sim_waves_start(&config);
 }
 
@@ -294,7 +293,7 @@ static int fork_child_body(void) {
     }
   }
   device_sim_waves_result_t result;
-  if (hc_run_waves(fresh, 4, 200, 77, TIMEOUT_NS, &result) != 0) {
+  if (hc_run_waves(fresh, 4, 200, 77, HC_CALL_TIMEOUT_NS, &result) != 0) {
     fprintf(stderr, "child waves: %s\n", result.first_failure);
     failures++;
   }

@@ -32,10 +32,16 @@ uint64_t hc_now_ms(void);
 uint64_t hc_now_us(void);
 void hc_sleep_ms(uint32_t ms);
 
+/* Hang detectors only (no test compares a figure with them): how long a
+ * test waits for one call (HC_CALL_TIMEOUT_NS), for one call among many
+ * waves (HC_WAVES_TIMEOUT_NS) and for a child process (HC_CHILD_TIMEOUT_MS). */
+#define HC_CALL_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
+#define HC_WAVES_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
+#define HC_CHILD_TIMEOUT_MS 20000u
+
 /* One FUNCTION_CALL from all 64 lanes of a wave on `buffer`, every answer
  * checked (device_sim_fc_checked_call with `salt`), waiting at most
  * HC_CALL_TIMEOUT_NS; 0 when it was served right, else a device_sim code. */
-#define HC_CALL_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
 int hc_call_ok(void* buffer, uint64_t salt);
 #ifndef HC_NO_HSA
 /* `waves` waves of `calls` calls each on `buffer` alone (the default
