@@ -316,5 +316,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_cross_buffer_free_per_buffer_services);
   HC_RUN(test_unregister_per_buffer_service_under_a_global_one);
   HC_RUN(test_concurrent_waves);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -127,5 +127,5 @@ int main(void) {
   hc_hsa_init();
   HC_RUN(test_dlclose_with_buffer_enabled);
   HC_RUN(test_dlclose_with_phase_bit_buffer_enabled);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

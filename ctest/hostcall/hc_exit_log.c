@@ -31,5 +31,5 @@ int main(int argc, char** argv) {
   static const hc_child_case_t cases[] = {{"exit_enabled", child_exit_enabled}, {NULL, NULL}};
   hc_child_main(argc, argv, cases);
   HC_RUN(test_exit_names_the_missing_function);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

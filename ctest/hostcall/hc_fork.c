@@ -329,5 +329,5 @@ int main(int argc, char** argv) {
     HC_RUN(test_fork_churn);
 #endif
   }
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

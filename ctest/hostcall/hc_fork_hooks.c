@@ -211,5 +211,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_exit_after_fork_in_idle_wait);
   HC_RUN(test_fork_in_process_hooks);
   HC_RUN(test_fork_in_status_allocator);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -96,5 +96,5 @@ int main(void) {
   printf("total: %llu calls, %llu lanes\n", (unsigned long long)total_calls,
          (unsigned long long)total_lanes);
   DROPIN_CHECK_MSG(total_calls >= 100000, "only %llu calls", (unsigned long long)total_calls);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

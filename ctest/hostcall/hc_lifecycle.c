@@ -319,5 +319,5 @@ int main(void) {
   HC_RUN(test_disable_unknown_and_twice);
   HC_RUN(test_signal_create_failure);
   HC_RUN(test_signal_destroy_failure);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -199,5 +199,5 @@ int main(void) {
   HC_RUN(test_churn_while_serving);
   HC_RUN(test_listener_start_stop_churn);
   HC_RUN(test_disable_one_of_many);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

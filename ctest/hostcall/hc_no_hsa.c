@@ -47,5 +47,5 @@ int main(int argc, char** argv) {
   static const hc_child_case_t cases[] = {{"enable", child_enable}, {NULL, NULL}};
   hc_child_main(argc, argv, cases);
   HC_RUN(test_enable_without_hsa);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -419,5 +419,5 @@ int main(void) {
   HC_RUN(test_wave_that_never_returns);
   HC_RUN(test_slow_phase_bit_buffer_beside_a_classic_one);
   HC_RUN(test_fork_and_exit);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -268,5 +268,5 @@ int main(int argc, char** argv) {
   hc_hsa_init();
   HC_RUN(test_exit_during_traffic);
   HC_RUN(test_enable_disable_soak);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

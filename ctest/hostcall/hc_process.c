@@ -422,7 +422,7 @@ int main(int argc, char** argv) {
 #endif
     hc_hsa_init();
     HC_RUN(test_fork_during_first_enable);
-    return dropin_failures == 0 ? 0 : 1;
+    return dropin_check_exit_code();
   }
   hc_hsa_init();
   HC_RUN(test_exit_with_idle_listener);
@@ -433,5 +433,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_exit_during_stuck_service);
   HC_RUN(test_exit_waits_for_a_listener_in_a_long_unrung_wait);
   HC_RUN(test_fork_with_listener_running);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

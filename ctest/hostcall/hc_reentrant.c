@@ -202,5 +202,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_disable_other_buffer_from_service);
   HC_RUN(test_disable_own_buffer_from_service);
   HC_RUN(test_abandoned_packets_are_logged);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

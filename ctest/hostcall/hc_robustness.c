@@ -429,5 +429,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_ready_stack_cycle);
   HC_RUN(test_index_outside_buffer);
   HC_RUN(test_unknown_service);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

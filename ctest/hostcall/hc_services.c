@@ -725,5 +725,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_fork_while_a_handler_runs);
   HC_RUN(test_sanitizer_default);
   HC_RUN(test_sanitizer_hook);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -78,5 +78,5 @@ int main(int argc, char** argv) {
   };
   hc_child_main(argc, argv, cases);
   HC_RUN(test_hook_service);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -304,6 +304,5 @@ int main(void) {
   HC_RUN(test_abandoned_messages_are_bounded);
   HC_RUN(test_disable_forgets_messages);
   pf_teardown(buffer);
-  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
-  return dropin_failures ? 1 : 0;
+  return dropin_check_exit_code();
 }

@@ -274,6 +274,5 @@ int main(void) {
   HC_RUN(test_special_cases);
   pf_teardown(buffer);
   free(all_expected);
-  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
-  return dropin_failures ? 1 : 0;
+  return dropin_check_exit_code();
 }

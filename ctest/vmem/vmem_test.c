@@ -1608,5 +1608,5 @@ int main(int argc, char** argv) {
     fprintf(stderr, "no test case named %s\n", only);
     return 1;
   }
-  return dropin_failures ? 1 : 0;
+  return dropin_check_exit_code();
 }
