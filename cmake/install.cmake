@@ -5,7 +5,10 @@
 #   <inc>/amdgpu_dropin/                                    hostcall-side headers (rochostcall.hpp, ...)
 #   <inc>/amdgpu_dropin/iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h
 #                                                           the vmem header, opt-in include dir
-#   <lib>/cmake/amdgpu_dropin/                              package config, version file
+#   <lib>/cmake/amdgpu_dropin/                              package config, version file,
+#                                                           rocclr_hostcall.cmake
+#   <data>/amdgpu_dropin/rocclr/devhostcall.cpp             the ROCclr adapter (hostcall half;
+#                                                           <data> = CMAKE_INSTALL_DATADIR)
 #   <lib>/pkgconfig/amdgpu_dropin.pc                        library + hostcall-side headers
 #   <lib>/pkgconfig/amdgpu_dropin-iree-vmem.pc              adds the vmem header's dir
 include(CMakePackageConfigHelpers)
@@ -25,6 +28,14 @@ if(AMDGPU_DROPIN_IREE_VMEM)
   install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/iree-vmem" DESTINATION "${_include_dest}")
 endif()
 
+# The ROCclr adapter, compiled by a ROCclr build in place of its own
+# device/devhostcall.cpp (amdgpu_dropin_replace_rocclr_hostcall).
+set(AMDGPU_DROPIN_ROCCLR_ADAPTER_DIR "${CMAKE_INSTALL_DATADIR}/amdgpu_dropin/rocclr")
+if(AMDGPU_DROPIN_ROCCLR_HOSTCALL)
+  install(FILES "${PROJECT_SOURCE_DIR}/integrations/rocclr/devhostcall.cpp"
+          DESTINATION "${AMDGPU_DROPIN_ROCCLR_ADAPTER_DIR}")
+endif()
+
 # CMake package.
 set(AMDGPU_DROPIN_HALVES "")
 if(AMDGPU_DROPIN_IREE_VMEM)
@@ -37,12 +48,13 @@ set(_cmake_dest "${CMAKE_INSTALL_LIBDIR}/cmake/amdgpu_dropin")
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/amdgpu_dropinConfig.cmake.in"
   "${CMAKE_BINARY_DIR}/package/amdgpu_dropinConfig.cmake"
   INSTALL_DESTINATION "${_cmake_dest}"
-  PATH_VARS CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_INCLUDEDIR)
+  PATH_VARS CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_INCLUDEDIR AMDGPU_DROPIN_ROCCLR_ADAPTER_DIR)
 write_basic_package_version_file("${CMAKE_BINARY_DIR}/package/amdgpu_dropinConfigVersion.cmake"
   VERSION ${PROJECT_VERSION} COMPATIBILITY ${AMDGPU_DROPIN_VERSION_COMPATIBILITY})
 install(FILES "${CMAKE_BINARY_DIR}/package/amdgpu_dropinConfig.cmake"
               "${CMAKE_BINARY_DIR}/package/amdgpu_dropinConfigVersion.cmake"
               "${PROJECT_SOURCE_DIR}/cmake/iree_include_check.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/rocclr_hostcall.cmake"
         DESTINATION "${_cmake_dest}")
 
 # pkg-config files, relocatable (prefix found from the file's own place).

@@ -79,7 +79,7 @@ UPSTREAM_PATHS = (
     "iree/base/", "third_party/", "ockl/", "src/ockl", "oclc/", "device/devhostcall", "device/devsanitizer",
     "device/device", "device/rocm/", "platform/", "thread/", "utils/", "hsa/", "amd_comgr/",
     "libhsakmt", "runtime/hsa-runtime/", "rocr-runtime", "clr/", "inc/amd_comgr",
-    "projects/clr", "runtime/src", "device/devrpc.cpp", "os/",
+    "projects/clr", "runtime/src", "device/devrpc", "device/devhcmessages", "shared/rpc", "os/",
 )
 # Files of upstream projects and of other builds, named by their bare name.
 UPSTREAM_FILES = {"vmem.c", "rochostcall.cpp", "libhsa.c", "libamdhip64.so", "libiree_runtime_unified.a",

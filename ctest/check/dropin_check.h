@@ -7,7 +7,7 @@
  * REQUIRE forms also leave the current function (which returns void).
  *
  * A program defines the counter once: DROPIN_CHECK_DEFINE_FAILURES; at file
- * scope. In a forked child, DROPIN_CHECK_INTO counts into a local instead
+ * scope, and its main returns dropin_check_exit_code(). In a forked child, DROPIN_CHECK_INTO counts into a local instead
  * and marks the line "CHILD FAIL" (the parent captures the child's stderr). */
 #ifndef DROPIN_CHECK_H
 #define DROPIN_CHECK_H
@@ -66,6 +66,13 @@ static inline void dropin_check_report(const char* tag, const char* file, int li
       dropin_check_report("CHILD FAIL", __FILE__, __LINE__, #cond, __VA_ARGS__); \
     }                                                                           \
   } while (0)
+
+/* main's exit code from the failure count (0 when no check failed, else 1),
+ * after one summary line on stdout. */
+static inline int dropin_check_exit_code(void) {
+  printf("%s: %d failure(s)\n", dropin_failures == 0 ? "passed" : "FAILED", dropin_failures);
+  return dropin_failures == 0 ? 0 : 1;
+}
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,9 @@
 #   consumer.sh MODE
 # with the environment set by ctest/consumer/CMakeLists.txt:
 #   BUILD_DIR PREFIX WORK_DIR SOURCE_DIR STANDIN_INCLUDE SONAME REAL_NAME LIBDIR
-#   CMAKE GENERATOR CC NM READELF STRIP API_LISTS (space-separated files)
+#   CMAKE GENERATOR CC CXX NM READELF STRIP API_LISTS (space-separated files)
 #   README HSA_SIM (the software HSA runtime)
+#   ROCCLR_STANDIN_DIR ROCCLR_STANDIN_SOURCES (the stand-in ROCclr; a CMake list)
 # The caller's IREE is a stand-in tree laid out as IREE's: WORK_DIR/iree with
 # runtime/src/iree/... and third_party/hsa-runtime-headers/include/hsa/...,
 # made from the suite's stand-in headers by the install mode. Its libhsa.h
@@ -23,6 +24,12 @@
 #   readme_program  the first C program of README.md, built and run as the
 #                README says (pkg-config), on the software HSA runtime
 #   strip        cmake --install --strip leaves no debug info in the libraries
+#   rocclr       find_package(amdgpu_dropin COMPONENTS rocclr) and
+#                amdgpu_dropin_replace_rocclr_hostcall in a rocclr target built
+#                from the stand-in ROCclr (project rocclr/), linked static
+#                and shared; the programs run
+#   rocclr_errors  the function stops at configure time, saying why, for a
+#                target without device/devhostcall.cpp and for no target
 set -eu
 mode=$1
 lib="$PREFIX/$LIBDIR"
@@ -49,7 +56,8 @@ install)
       "$PREFIX/include/amdgpu_dropin/iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h" \
       "$lib/cmake/amdgpu_dropin/amdgpu_dropinConfig.cmake" \
       "$lib/cmake/amdgpu_dropin/amdgpu_dropinConfigVersion.cmake" \
-      "$lib/pkgconfig/amdgpu_dropin.pc" "$lib/pkgconfig/amdgpu_dropin-iree-vmem.pc"; do
+      "$lib/pkgconfig/amdgpu_dropin.pc" "$lib/pkgconfig/amdgpu_dropin-iree-vmem.pc" \
+      "$lib/cmake/amdgpu_dropin/rocclr_hostcall.cmake" "$PREFIX/share/amdgpu_dropin/rocclr/devhostcall.cpp"; do
     [ -f "$file" ] || fail "missing $file"
   done
   # The default include dir must not hold an iree/ tree (it would shadow IREE's).
@@ -167,6 +175,45 @@ strip)
   "$NM" "$stripped/libamdgpu_dropin.a" | grep -q ' T getHostcallBufferSize$' ||
     fail "the stripped archive lost its symbol table"
   echo "stripped: $(wc -c <"$stripped/$REAL_NAME") bytes (unstripped $(wc -c <"$BUILD_DIR/lib/amdgpu_dropin/$REAL_NAME"))"
+  ;;
+rocclr)
+  for case in static shared; do
+    dir="$WORK_DIR/rocclr_$case"
+    rm -rf "$dir"
+    "$CMAKE" -S "$SOURCE_DIR/rocclr" -B "$dir" -G "$GENERATOR" -DCMAKE_C_COMPILER="$CC" \
+      -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_PREFIX_PATH="$PREFIX" -DROCCLR_CASE=$case \
+      "-DSTANDIN_DIR=$ROCCLR_STANDIN_DIR" "-DSTANDIN_SOURCES=$ROCCLR_STANDIN_SOURCES" >"$dir.log" 2>&1 ||
+      { cat "$dir.log"; fail "$case: configure failed"; }
+    grep -q "rocclr: .*device/devhostcall.cpp replaced by $PREFIX/.*/amdgpu_dropin/rocclr/devhostcall.cpp" "$dir.log" ||
+      { cat "$dir.log"; fail "$case: the configure log does not say the installed adapter replaced ROCclr's file"; }
+    "$CMAKE" --build "$dir" >>"$dir.log" 2>&1 || { cat "$dir.log"; fail "$case: build failed"; }
+    needed=$("$READELF" -d "$dir/rocclr_consumer" | sed -n 's/.*(NEEDED).*\[\(libamdgpu_dropin[^]]*\)\].*/\1/p')
+    if [ $case = shared ]; then
+      [ "$needed" = "$SONAME" ] || fail "shared: NEEDED '$needed', expected '$SONAME'"
+    else
+      [ -z "$needed" ] || fail "static: the program needs '$needed'; the library should be linked in"
+    fi
+    "$dir/rocclr_consumer" || fail "$case: rocclr_consumer exited with $?"
+  done
+  ;;
+rocclr_errors)
+  for case in no_devhostcall no_target; do
+    dir="$WORK_DIR/rocclr_$case"
+    rm -rf "$dir"
+    if "$CMAKE" -S "$SOURCE_DIR/rocclr" -B "$dir" -G "$GENERATOR" -DCMAKE_C_COMPILER="$CC" \
+        -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_PREFIX_PATH="$PREFIX" -DROCCLR_CASE=$case \
+        "-DSTANDIN_DIR=$ROCCLR_STANDIN_DIR" "-DSTANDIN_SOURCES=$ROCCLR_STANDIN_SOURCES" >"$dir.log" 2>&1; then
+      fail "$case: configure succeeded"
+    fi
+    case $case in
+    no_devhostcall) want="has no source device/devhostcall.cpp to replace" ;;
+    *) want="no target 'no_such_rocclr'" ;;
+    esac
+    # CMake wraps the message: compare with the lines joined.
+    tr -s ' \n' '  ' <"$dir.log" | grep -q "$want" ||
+      { cat "$dir.log"; fail "$case: the configure error does not say '$want'"; }
+    sed -n '/CMake Error/,/^$/p' "$dir.log" | head -4
+  done
   ;;
 *)
   fail "unknown mode"

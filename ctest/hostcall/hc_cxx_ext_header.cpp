@@ -12,6 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sched.h>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +72,44 @@ static int wrapped_handlers_catch(void* buffer) {
   }
   amdgpu_dropin_hostcall_unregister_handler(201, nullptr);
   amdgpu_dropin_hostcall_unregister_handler(202, nullptr);
+  return failures;
+}
+
+static size_t throwing_sink(void*, void*, uint32_t, const char*, size_t) { throw std::runtime_error("no output"); }
+
+static std::atomic<int> poll_calls{0};
+static int32_t throwing_poll(void*, void*) {
+  poll_calls += 1;
+  throw std::runtime_error("no poll");
+}
+
+// The printf sink and poll wrappers: an exception is a failed call; a
+// wrapped poll registered with the listener fails and the listener goes on.
+static int wrapped_sink_and_poll_catch(void) {
+  int failures = 0;
+  if (amdgpu_dropin::catching_printf_sink<throwing_sink>(nullptr, nullptr, AMDGPU_DROPIN_HOSTCALL_PRINTF_STDOUT,
+                                                         "x", 1) != 0) {
+    std::fprintf(stderr, "catching_printf_sink: a throwing sink did not fail\n");
+    failures++;
+  }
+  static char key[8];
+  uint64_t doorbell = 0;
+  if (amdgpu_dropin_hostcall_register_poll(key, amdgpu_dropin::catching_poll<throwing_poll>, nullptr, &doorbell) !=
+      AMDGPU_DROPIN_HOSTCALL_OK) {
+    return failures + 1;
+  }
+  int before = poll_calls.load();
+  for (int ring = 1; ring <= 2; ++ring) {
+    hsa_signal_add_screlease(hsa_signal_t{doorbell}, 1);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (poll_calls.load() < before + ring && std::chrono::steady_clock::now() < deadline) sched_yield();
+  }
+  if (poll_calls.load() < before + 2) {
+    std::fprintf(stderr, "catching_poll: the listener stopped polling after a throw (%d calls)\n",
+                 poll_calls.load() - before);
+    failures++;
+  }
+  if (amdgpu_dropin_hostcall_unregister_poll(key) != AMDGPU_DROPIN_HOSTCALL_OK) failures++;
   return failures;
 }
 
@@ -146,6 +187,7 @@ int main(int argc, char** argv) {
   }
   if (amdgpu_dropin_hostcall_unregister_handler(200, nullptr) != AMDGPU_DROPIN_HOSTCALL_OK) failures++;
   failures += wrapped_handlers_catch(buffer);
+  failures += wrapped_sink_and_poll_catch();
   disableHostcalls(buffer, nullptr);
   std::free(buffer);
   std::printf("%s\n", failures == 0 ? "ok" : "FAILED");

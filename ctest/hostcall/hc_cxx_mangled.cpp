@@ -40,6 +40,5 @@ int main() {
   hsa_sim_get_live(&live);
   DROPIN_CHECK(live.signals == 0);
   std::free(buffer);
-  std::printf("%s\n", dropin_failures == 0 ? "ok" : "FAILED");
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

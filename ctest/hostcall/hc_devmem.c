@@ -17,7 +17,6 @@
 #include "rochostcall.hpp"
 
 #define PACKETS 8u
-#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 #define ERROR_VALUE AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE
 #define DEVMEM AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM
 
@@ -30,7 +29,7 @@ static uint64_t request(void* buffer, uint32_t lane, uint64_t address, uint64_t 
   uint64_t addresses[64] = {0}, sizes[64] = {0}, answers[64] = {0};
   addresses[lane] = address;
   sizes[lane] = size;
-  int rc = device_sim_devmem_request(buffer, 1ull << lane, addresses, sizes, answers, TIMEOUT_NS);
+  int rc = device_sim_devmem_request(buffer, 1ull << lane, addresses, sizes, answers, HC_WAVES_TIMEOUT_NS);
   if (rc != DEVICE_SIM_OK) {
     fprintf(stderr, "devmem request: %s\n", device_sim_error_string(rc));
     return 0xDEADull;
@@ -62,7 +61,7 @@ static void test_default_service(void) {
   /* 64 lanes allocate at once. */
   uint64_t addresses[64] = {0}, sizes[64], answers[64] = {0};
   for (int lane = 0; lane < 64; ++lane) sizes[lane] = 1000u * (uint64_t)(lane + 1);
-  DROPIN_REQUIRE_MSG(device_sim_devmem_request(buffer, ~0ull, addresses, sizes, answers, TIMEOUT_NS) ==
+  DROPIN_REQUIRE_MSG(device_sim_devmem_request(buffer, ~0ull, addresses, sizes, answers, HC_WAVES_TIMEOUT_NS) ==
                  DEVICE_SIM_OK, "allocate x64");
   bool distinct = true, usable = true;
   for (int lane = 0; lane < 64; ++lane) {
@@ -83,7 +82,7 @@ static void test_default_service(void) {
   uint64_t frees[64] = {0}, zero[64] = {0}, freed[64];
   memset(freed, 0xFF, sizeof(freed));
   for (int lane = 0; lane < 32; ++lane) frees[lane] = answers[lane];
-  DROPIN_REQUIRE_MSG(device_sim_devmem_request(buffer, 0xFFFFFFFFull, frees, zero, freed, TIMEOUT_NS) ==
+  DROPIN_REQUIRE_MSG(device_sim_devmem_request(buffer, 0xFFFFFFFFull, frees, zero, freed, HC_WAVES_TIMEOUT_NS) ==
                  DEVICE_SIM_OK, "free x32");
   for (int lane = 0; lane < 32; ++lane) DROPIN_CHECK_MSG(freed[lane] == 0, "free answer lane %d", lane);
   DROPIN_CHECK_MSG(hc_live_pool_blocks() == base + 32, "after frees: %llu", (unsigned long long)hc_live_pool_blocks());
@@ -234,7 +233,7 @@ static void* devmem_wave(void* p) {
     uint64_t zero[64] = {0}, sizes[64], blocks[64] = {0}, answers[64];
     for (int lane = 0; lane < 64; ++lane) sizes[lane] = 256u + (uint64_t)lane;
     const uint64_t mask = 0x00FF00FF00FF00FFull;
-    if (device_sim_devmem_request(arg->buffer, mask, zero, sizes, blocks, TIMEOUT_NS) != DEVICE_SIM_OK) {
+    if (device_sim_devmem_request(arg->buffer, mask, zero, sizes, blocks, HC_WAVES_TIMEOUT_NS) != DEVICE_SIM_OK) {
       arg->failures++;
       continue;
     }
@@ -244,7 +243,7 @@ static void* devmem_wave(void* p) {
         *(volatile uint8_t*)(uintptr_t)blocks[lane] = (uint8_t)lane;
       }
     }
-    if (device_sim_devmem_request(arg->buffer, mask, blocks, zero, answers, TIMEOUT_NS) != DEVICE_SIM_OK) {
+    if (device_sim_devmem_request(arg->buffer, mask, blocks, zero, answers, HC_WAVES_TIMEOUT_NS) != DEVICE_SIM_OK) {
       arg->failures++;
     }
   }
@@ -293,10 +292,8 @@ static int child_unserved(void) {
 static void test_unserved_answers_zero_and_logs_once(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=1", NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("unserved", env, 20000, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
-  int lines = 0;
-  for (const char* p = r.err; (p = strstr(p, "no DEVMEM service is registered")) != NULL; ++p) lines++;
+  HC_CHILD_OK("unserved", env, HC_CHILD_TIMEOUT_MS, &r);
+  int lines = hc_count_occurrences(r.err, "no DEVMEM service is registered");
   DROPIN_CHECK_MSG(lines == 1, "logged %d times (want once); stderr: %s", lines, r.err);
 }
 
@@ -319,5 +316,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_cross_buffer_free_per_buffer_services);
   HC_RUN(test_unregister_per_buffer_service_under_a_global_one);
   HC_RUN(test_concurrent_waves);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

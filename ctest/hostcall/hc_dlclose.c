@@ -15,8 +15,6 @@
 #error "AMDGPU_DROPIN_SO_PATH must name the library's shared object"
 #endif
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
-
 typedef size_t (*size_fn)(uint32_t);
 typedef bool (*enable_fn)(void*, uint32_t, const void*);
 typedef void (*disable_fn)(void*, const void*);
@@ -57,10 +55,6 @@ static bool library_mapped(void) {
   return false;
 }
 
-static int call_ok(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
-}
-
 static void test_dlclose_with_buffer_enabled(void) {
   int threads0 = hc_thread_count();
   /* 3 rounds in the suite; HC_DLCLOSE_ROUNDS=N for a churn soak. */
@@ -73,14 +67,11 @@ static void test_dlclose_with_buffer_enabled(void) {
     void* buffer = NULL;
     DROPIN_REQUIRE_MSG(posix_memalign(&buffer, 4096, api.size(n)) == 0, "alloc");
     DROPIN_REQUIRE_MSG(api.enable(buffer, n, NULL), "enable round %d", round);
-    DROPIN_CHECK_MSG(call_ok(buffer, (uint64_t)round) == 0, "call before dlclose");
+    DROPIN_CHECK_MSG(hc_call_ok(buffer, (uint64_t)round) == 0, "call before dlclose");
     DROPIN_CHECK_MSG(hc_thread_count() > threads0, "listener thread not running");
     /* Traffic in flight right up to the unload. */
-    void* buffers[1] = {buffer};
-    device_sim_waves_config_t config = device_sim_waves_config(
-        buffers, 1, 2, 100, 1, TIMEOUT_NS);
     device_sim_waves_result_t result;
-    DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+    DROPIN_CHECK_MSG(hc_run_waves(buffer, 2, 100, 1, HC_CALL_TIMEOUT_NS, &result) == 0, "waves: %s", result.first_failure);
     DROPIN_CHECK_MSG(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
     hc_sleep_ms(round < 3 ? 200 : 2);
     bool mapped = library_mapped();
@@ -93,7 +84,7 @@ static void test_dlclose_with_buffer_enabled(void) {
                threads0);
     } else {
       /* Pinned: it must still serve the buffer it has. */
-      DROPIN_CHECK_MSG(call_ok(buffer, 100 + (uint64_t)round) == 0, "pinned library stopped serving");
+      DROPIN_CHECK_MSG(hc_call_ok(buffer, 100 + (uint64_t)round) == 0, "pinned library stopped serving");
     }
     /* Leave the buffer's memory alive: a pinned library still owns it. */
   }
@@ -121,15 +112,13 @@ static void test_dlclose_with_phase_bit_buffer_enabled(void) {
   uint32_t* bitmap = calloc(1, sizeof(uint32_t));
   DROPIN_REQUIRE_MSG(bitmap != NULL && device_sim_phase_attach(buffer), "bitmap");
   DROPIN_REQUIRE_MSG(enable(buffer, n, NULL, phase_bit, bitmap) == 0, "enable");
-  DROPIN_CHECK_MSG(call_ok(buffer, 7) == 0, "call before dlclose");
-  void* buffers[1] = {buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 2, 100, 2, TIMEOUT_NS);
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 7) == 0, "call before dlclose");
   device_sim_waves_result_t result;
-  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_run_waves(buffer, 2, 100, 2, HC_CALL_TIMEOUT_NS, &result) == 0, "waves: %s", result.first_failure);
   DROPIN_CHECK_MSG(dlclose(api.handle) == 0, "dlclose: %s", dlerror());
   hc_sleep_ms(50);
   if (library_mapped()) {
-    DROPIN_CHECK_MSG(call_ok(buffer, 8) == 0, "pinned library stopped serving the phase-bit buffer");
+    DROPIN_CHECK_MSG(hc_call_ok(buffer, 8) == 0, "pinned library stopped serving the phase-bit buffer");
   }
   /* Buffer and bitmap stay alive: a pinned library still owns them. */
 }
@@ -138,5 +127,5 @@ int main(void) {
   hc_hsa_init();
   HC_RUN(test_dlclose_with_buffer_enabled);
   HC_RUN(test_dlclose_with_phase_bit_buffer_enabled);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -21,8 +21,7 @@ static int child_exit_enabled(void) {
 static void test_exit_names_the_missing_function(void) {
   const char* const env[] = {"AMD_LOG_LEVEL=4", NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("exit_enabled", env, 20000, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("exit_enabled", env, HC_CHILD_TIMEOUT_MS, &r);
   DROPIN_CHECK_MSG(hc_contains(r.err, "no doorbell ring"), "exit logged nothing about its ring: %s", r.err);
   DROPIN_CHECK_MSG(hc_contains(r.err, "has no hsa_system_get_info"), "the missing function is not named: %s", r.err);
   DROPIN_CHECK_MSG(!hc_contains(r.err, "no longer answers"), "misleading line: %s", r.err);
@@ -32,5 +31,5 @@ int main(int argc, char** argv) {
   static const hc_child_case_t cases[] = {{"exit_enabled", child_exit_enabled}, {NULL, NULL}};
   hc_child_main(argc, argv, cases);
   HC_RUN(test_exit_names_the_missing_function);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -35,8 +35,6 @@
 #include "pf_device.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
-#define CHILD_DEADLINE_MS 20000u
 #define DEVMEM AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM
 #define CHURN_SERVICE 60u
 #define CHILD_SERVICE 61u
@@ -116,12 +114,12 @@ static void* churn_devmem(void* arg) {
   while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
     churn_checkpoint();
     uint64_t mask = device_sim_random_mask(&rng) | 1u;
-    if (device_sim_devmem_request(buffer, mask, zero, sizes, blocks, TIMEOUT_NS) != DEVICE_SIM_OK ||
-        device_sim_devmem_request(buffer, mask, blocks, zero, answers, TIMEOUT_NS) != DEVICE_SIM_OK) {
+    if (device_sim_devmem_request(buffer, mask, zero, sizes, blocks, HC_CALL_TIMEOUT_NS) != DEVICE_SIM_OK ||
+        device_sim_devmem_request(buffer, mask, blocks, zero, answers, HC_CALL_TIMEOUT_NS) != DEVICE_SIM_OK) {
       churn_error("devmem request");
     }
     uint64_t lanes[64][8] = {{0}};
-    if (device_sim_hostcall(buffer, CHURN_SERVICE, 1u, lanes, TIMEOUT_NS) != DEVICE_SIM_OK) {
+    if (device_sim_hostcall(buffer, CHURN_SERVICE, 1u, lanes, HC_CALL_TIMEOUT_NS) != DEVICE_SIM_OK) {
       churn_error("churn service call");
     }
     atomic_fetch_add_explicit(&g_churn_ops, 1, memory_order_relaxed);
@@ -148,7 +146,7 @@ static void* churn_buffers(void* arg) {
         pf_send(buffer, &message, &result) != 0 || result == 0) {
       churn_error("printf");
     }
-    if (device_sim_fc_checked_call(buffer, ~0ull, cycle, TIMEOUT_NS) != 0) churn_error("function call");
+    if (device_sim_fc_checked_call(buffer, ~0ull, cycle, HC_CALL_TIMEOUT_NS) != 0) churn_error("function call");
     hc_disable_and_free(buffer);
     atomic_fetch_add_explicit(&g_churn_ops, 1, memory_order_relaxed);
   }
@@ -167,14 +165,14 @@ static int fork_child_work(void) {
   if (enable_devmem(buffer) != AMDGPU_DROPIN_HOSTCALL_OK) return 4;
   uint64_t lanes[64][8] = {{0}};
   for (int i = 0; i < 64; ++i) lanes[i][0] = (uint64_t)i + 10;
-  if (device_sim_hostcall(buffer, CHILD_SERVICE, ~0ull, lanes, TIMEOUT_NS) != DEVICE_SIM_OK) return 5;
+  if (device_sim_hostcall(buffer, CHILD_SERVICE, ~0ull, lanes, HC_CALL_TIMEOUT_NS) != DEVICE_SIM_OK) return 5;
   for (uint32_t i = 0; i < 64; ++i) DROPIN_CHECK_INTO(failures, lanes[i][0] == (i + 10) * 3 + i, "lane %u", i);
   uint64_t zero[64] = {0}, sizes[64], blocks[64], answers[64];
   for (int i = 0; i < 64; ++i) sizes[i] = 4096;
-  if (device_sim_devmem_request(buffer, 0xFull, zero, sizes, blocks, TIMEOUT_NS) != DEVICE_SIM_OK) return 6;
+  if (device_sim_devmem_request(buffer, 0xFull, zero, sizes, blocks, HC_CALL_TIMEOUT_NS) != DEVICE_SIM_OK) return 6;
   for (int i = 0; i < 4; ++i) DROPIN_CHECK_INTO(failures, blocks[i] != 0, "block %d", i);
-  if (device_sim_devmem_request(buffer, 0xFull, blocks, zero, answers, TIMEOUT_NS) != DEVICE_SIM_OK) return 7;
-  if (device_sim_fc_checked_call(buffer, ~0ull, 5, TIMEOUT_NS) != 0) return 8;
+  if (device_sim_devmem_request(buffer, 0xFull, blocks, zero, answers, HC_CALL_TIMEOUT_NS) != DEVICE_SIM_OK) return 7;
+  if (device_sim_fc_checked_call(buffer, ~0ull, 5, HC_CALL_TIMEOUT_NS) != 0) return 8;
   if (amdgpu_dropin_hostcall_unregister_handler(CHILD_SERVICE, NULL) != AMDGPU_DROPIN_HOSTCALL_OK) return 9;
   if (amdgpu_dropin_hostcall_unregister_handler(DEVMEM, buffer) != AMDGPU_DROPIN_HOSTCALL_OK) return 10;
   hc_disable_and_free(buffer);
@@ -212,7 +210,7 @@ static void test_fork_churn(void) {
       for (int tries = 0; tries < 1000 && !hc_listeners_asleep(); ++tries) hc_sleep_ms(1);
     }
     hc_child_result_t r;
-    bool started = hc_fork_child(fork_child_work, CHILD_DEADLINE_MS, &r);
+    bool started = hc_fork_child(fork_child_work, HC_CHILD_TIMEOUT_MS, &r);
     if (!FORK_IN_CHURN) atomic_store(&g_pause_requested, 0);
     if (!started) {
       failed++;
@@ -276,7 +274,7 @@ static int child_broken_stderr(void) {
   const uint64_t workgroup[3] = {1, 2, 3};
   for (int i = 0; i < 3; ++i) {
     if (device_sim_sanitizer_report(buffer, ~0ull, addresses, 0x1234, workgroup, true, true, 4,
-                                    TIMEOUT_NS) != DEVICE_SIM_OK) {
+                                    HC_CALL_TIMEOUT_NS) != DEVICE_SIM_OK) {
       return 4;
     }
   }
@@ -287,7 +285,7 @@ static int child_broken_stderr(void) {
     return 5;
   }
   /* Still alive and served. */
-  if (device_sim_fc_checked_call(buffer, ~0ull, 9, TIMEOUT_NS) != 0) return 6;
+  if (device_sim_fc_checked_call(buffer, ~0ull, 9, HC_CALL_TIMEOUT_NS) != 0) return 6;
   hc_disable_and_free(buffer); /* more log lines from this thread */
   struct sigaction now;
   sigaction(SIGPIPE, NULL, &now);
@@ -309,8 +307,7 @@ static int child_broken_stderr(void) {
 static void test_sigpipe(void) {
   const char* const env[] = {"AMD_LOG_LEVEL=3", NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("broken_stderr", env, CHILD_DEADLINE_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("broken_stderr", env, HC_CHILD_TIMEOUT_MS, &r);
 }
 
 int main(int argc, char** argv) {
@@ -332,5 +329,5 @@ int main(int argc, char** argv) {
     HC_RUN(test_fork_churn);
 #endif
   }
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

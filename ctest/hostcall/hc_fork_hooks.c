@@ -32,14 +32,6 @@ bool amdgpu_dropin_test_pause_reached(uint32_t point);
 void amdgpu_dropin_test_pause_release(uint32_t point);
 uint64_t amdgpu_dropin_test_exit_hsa_waits(void);
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
-/* A child that has not finished by then is hung (a hang detector only). */
-#define CHILD_DEADLINE_MS 20000u
-
-static int call_ok(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
-}
-
 /* Polls `done` for up to 10 s. */
 static bool wait_for(bool (*done)(void)) {
   for (int i = 0; i < 10000; ++i) {
@@ -80,18 +72,17 @@ static bool one_blocked_wait(void) { return hsa_sim_blocked_waits() == 1; }
 static void test_exit_after_fork_in_idle_wait(void) {
   void* buffer = hc_alloc_buffer(4);
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 4, NULL), "enable");
-  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "call");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "call");
   DROPIN_REQUIRE_MSG(wait_for(one_blocked_wait), "the listener never entered its blocked wait");
   for (int round = 0; round < 3; ++round) {
     hc_child_result_t r;
-    DROPIN_REQUIRE_MSG(hc_fork_child(child_exits, CHILD_DEADLINE_MS, &r), "fork");
+    DROPIN_REQUIRE_MSG(hc_fork_child(child_exits, HC_CHILD_TIMEOUT_MS, &r), "fork");
     DROPIN_CHECK_MSG(r.exited && r.exit_code == 46,
                      "round %d: want exit 46 (no wait for a listener of the parent); child %s", round,
                      hc_child_describe(&r));
   }
-  DROPIN_CHECK_MSG(call_ok(buffer, 2) == 0, "parent call after the forks");
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 2) == 0, "parent call after the forks");
+  hc_disable_and_free(buffer);
 }
 
 /* ---- fork inside a once-only initializer ---------------------------------- */
@@ -116,7 +107,7 @@ static int fork_while_held(uint32_t point, const char* where, void* (*held)(void
     return 1;
   }
   hc_child_result_t r;
-  bool forked = hc_fork_child(in_child, CHILD_DEADLINE_MS, &r);
+  bool forked = hc_fork_child(in_child, HC_CHILD_TIMEOUT_MS, &r);
   amdgpu_dropin_test_pause_release(point);
   pthread_join(thread, held_result);
   if (!forked || !(r.exited && r.exit_code == 0)) {
@@ -135,13 +126,12 @@ static int grandchild_enables(void) {
     fprintf(stderr, "child: enable failed\n");
     return 2;
   }
-  int rc = call_ok(fresh, 7);
+  int rc = hc_call_ok(fresh, 7);
   if (rc != 0) {
     fprintf(stderr, "child: call: %d\n", rc);
     return 3;
   }
-  disableHostcalls(fresh, NULL);
-  hc_free_buffer(fresh);
+  hc_disable_and_free(fresh);
   return 0;
 }
 
@@ -153,19 +143,17 @@ static int child_fork_in_process_hooks(void) {
   void* enabled = NULL;
   int failures = fork_while_held(AMDGPU_DROPIN_HOSTCALL_TEST_PAUSE_PROCESS_HOOKS, "the process hooks",
                                  first_enable, buffer, grandchild_enables, &enabled);
-  if (!enabled || call_ok(buffer, 1) != 0) {
+  if (!enabled || hc_call_ok(buffer, 1) != 0) {
     fprintf(stderr, "the held first enable did not finish well\n");
     failures++;
   }
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
   return failures ? 1 : 0;
 }
 
 static void test_fork_in_process_hooks(void) {
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("fork_in_process_hooks", NULL, 2 * CHILD_DEADLINE_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("fork_in_process_hooks", NULL, 2 * HC_CHILD_TIMEOUT_MS, &r);
 }
 
 /* Any failing vmem call makes a status; the first one looks up IREE's status
@@ -204,8 +192,7 @@ static int child_fork_in_status_allocator(void) {
 
 static void test_fork_in_status_allocator(void) {
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("fork_in_status_allocator", NULL, 2 * CHILD_DEADLINE_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("fork_in_status_allocator", NULL, 2 * HC_CHILD_TIMEOUT_MS, &r);
 }
 
 int main(int argc, char** argv) {
@@ -224,5 +211,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_exit_after_fork_in_idle_wait);
   HC_RUN(test_fork_in_process_hooks);
   HC_RUN(test_fork_in_status_allocator);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -9,8 +9,6 @@
 #include "hc_test.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
-
 static uint64_t total_calls = 0;
 static uint64_t total_lanes = 0;
 
@@ -20,12 +18,8 @@ static void run_config(uint32_t num_packets, uint32_t waves, uint32_t calls, uin
   void* buffer = hc_alloc_buffer(num_packets);
   DROPIN_REQUIRE_MSG(buffer != NULL, "alloc");
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, num_packets, (const void*)0x1234), "enable n=%u", num_packets);
-  void* buffers[1] = {buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, 1, waves, calls, seed, TIMEOUT_NS);
-  config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
-  int rc = device_sim_run_waves(&config, &result);
+  int rc = hc_run_waves(buffer, waves, calls, seed, HC_WAVES_TIMEOUT_NS, &result);
   DROPIN_CHECK_MSG(rc == 0, "n=%u W=%u K=%u: %llu errors, %llu mismatches, %llu inactive-lane writes: %s",
            num_packets, waves, calls, (unsigned long long)result.errors,
            (unsigned long long)result.mismatches, (unsigned long long)result.inactive_lane_writes,
@@ -77,7 +71,7 @@ static void test_specific_masks(void) {
     }
     memcpy(in, lanes, sizeof(in));
     int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, masks[m], lanes,
-                                 TIMEOUT_NS);
+                                 HC_WAVES_TIMEOUT_NS);
     DROPIN_CHECK_MSG(rc == 0, "mask %016llx: %s", (unsigned long long)masks[m], device_sim_error_string(rc));
     for (uint32_t lane = 0; lane < 64; ++lane) {
       if (masks[m] & (1ull << lane)) {
@@ -91,8 +85,7 @@ static void test_specific_masks(void) {
       }
     }
   }
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
 }
 
 int main(void) {
@@ -103,5 +96,5 @@ int main(void) {
   printf("total: %llu calls, %llu lanes\n", (unsigned long long)total_calls,
          (unsigned long long)total_lanes);
   DROPIN_CHECK_MSG(total_calls >= 100000, "only %llu calls", (unsigned long long)total_calls);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

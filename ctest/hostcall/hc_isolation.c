@@ -399,5 +399,5 @@ int main(void) {
   DROPIN_CHECK_MSG(left == 0, "no listener or helper thread is left after the last disable (%d left)", left);
   hc_free_buffer(g_a);
   hc_free_buffer(g_b);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

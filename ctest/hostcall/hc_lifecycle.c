@@ -10,12 +10,6 @@
 #include "hsa_sim.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
-
-static int call_ok(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
-}
-
 /* Size from the formula of docs/protocols.md#classic-layout (48-byte header rounded to 8, 24-byte packet
  * headers, payloads 8-aligned, 4096 bytes each), written out longhand here
  * and compared for many n, including the extremes. */
@@ -83,16 +77,12 @@ static void test_initial_layout(void) {
       }
     }
     /* And it works: as many waves as packets, each holding one packet. */
-    void* buffers[1] = {buffer};
-    device_sim_waves_config_t config = device_sim_waves_config(
-        buffers, 1, n < 16 ? n : 16, 20, n, TIMEOUT_NS);
     device_sim_waves_result_t result;
-    DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "n=%u: %s", n, result.first_failure);
-    disableHostcalls(buffer, NULL);
-    hc_free_buffer(buffer);
+    DROPIN_CHECK_MSG(hc_run_waves(buffer, n < 16 ? n : 16, 20, n, HC_CALL_TIMEOUT_NS, &result) == 0, "n=%u: %s", n,
+                     result.first_failure);
+    hc_disable_and_free(buffer);
   }
-  disableHostcalls(keep, NULL);
-  hc_free_buffer(keep);
+  hc_disable_and_free(keep);
 }
 
 /* The listener starts with the first enable and is stopped (thread joined,
@@ -105,7 +95,7 @@ static void test_enable_disable_enable(void) {
     DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 4, NULL), "enable round %d", round);
     DROPIN_CHECK_MSG(hc_live_signals() == signals0 + 1, "round %d: %llu live signals, expected %llu",
              round, (unsigned long long)hc_live_signals(), (unsigned long long)signals0 + 1);
-    DROPIN_CHECK_MSG(call_ok(buffer, (uint64_t)round) == 0, "round %d: call", round);
+    DROPIN_CHECK_MSG(hc_call_ok(buffer, (uint64_t)round) == 0, "round %d: call", round);
     /* The listener and its lost-ring watch. */
     DROPIN_CHECK_MSG(hc_thread_count() == threads0 + 2, "round %d: %d threads while enabled, expected %d",
              round, hc_thread_count(), threads0 + 2);
@@ -136,12 +126,12 @@ static void test_one_doorbell_for_all_buffers(void) {
   for (int i = 0; i < B; ++i) {
     DROPIN_CHECK_MSG(device_sim_header(buffers[i])->doorbell == device_sim_header(buffers[0])->doorbell,
              "buffer %d has its own doorbell", i);
-    DROPIN_CHECK_MSG(call_ok(buffers[i], (uint64_t)i) == 0, "call on buffer %d", i);
+    DROPIN_CHECK_MSG(hc_call_ok(buffers[i], (uint64_t)i) == 0, "call on buffer %d", i);
   }
   /* Disabling all but one keeps the shared signal; the last destroys it. */
   for (int i = 1; i < B; ++i) disableHostcalls(buffers[i], NULL);
   DROPIN_CHECK_MSG(hc_live_signals() == signals0 + 1, "signal destroyed before the last disable");
-  DROPIN_CHECK_MSG(call_ok(buffers[0], 99) == 0, "call on the remaining buffer");
+  DROPIN_CHECK_MSG(hc_call_ok(buffers[0], 99) == 0, "call on the remaining buffer");
   disableHostcalls(buffers[0], NULL);
   DROPIN_CHECK_MSG(hc_live_signals() == signals0, "signal not destroyed by the last disable");
   DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_signal_destroy") == 1, "%llu hsa_signal_destroy calls",
@@ -169,7 +159,7 @@ static void test_bad_arguments(void) {
   disableHostcalls(NULL, NULL);
   /* 8-byte alignment (the reported alignment) is enough. */
   DROPIN_CHECK_MSG(enableHostcalls(raw + 8, 4, NULL), "8-aligned buffer refused");
-  DROPIN_CHECK_MSG(call_ok(raw + 8, 1) == 0, "8-aligned buffer not served");
+  DROPIN_CHECK_MSG(hc_call_ok(raw + 8, 1) == 0, "8-aligned buffer not served");
   disableHostcalls(raw + 8, NULL);
   DROPIN_CHECK_MSG(hc_wait_thread_count(threads0, 2000) == threads0, "listener left running");
   hc_free_buffer(raw);
@@ -183,7 +173,7 @@ static void test_one_packet(void) {
   printf("  enableHostcalls(n=1) -> %s\n", enabled ? "true" : "false");
   if (enabled) {
     for (int i = 0; i < 10; ++i) {
-      int rc = call_ok(buffer, (uint64_t)i);
+      int rc = hc_call_ok(buffer, (uint64_t)i);
       DROPIN_CHECK_MSG(rc == 0, "n=1 enabled but call %d failed: %d", i, rc);
       if (rc != 0) break;
     }
@@ -204,11 +194,11 @@ static void test_enable_twice(void) {
   uint64_t signals0 = hc_live_signals();
   void* buffer = hc_alloc_buffer(4);
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 4, NULL), "first enable");
-  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "call after first enable");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "call after first enable");
   /* A wave holds a packet (popped, not yet posted) while enable is called
    * again: re-initializing the buffer would hand that packet out twice. */
   uint64_t held = 0;
-  DROPIN_REQUIRE_MSG(device_sim_pop_free(buffer, &held, TIMEOUT_NS) == 0, "pop");
+  DROPIN_REQUIRE_MSG(device_sim_pop_free(buffer, &held, HC_CALL_TIMEOUT_NS) == 0, "pop");
   uint64_t free_top = device_sim_header(buffer)->free_stack;
   bool second = enableHostcalls(buffer, 4, NULL);
   DROPIN_CHECK_MSG(!second, "enabling an enabled buffer returned true");
@@ -227,13 +217,13 @@ static void test_enable_twice(void) {
   device_sim_fill(buffer, held, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, (const uint64_t(*)[8])lanes);
   device_sim_push_ready(buffer, held);
   device_sim_ring_doorbell(buffer);
-  DROPIN_CHECK_MSG(device_sim_wait_served(buffer, held, TIMEOUT_NS) == 0, "held packet not served");
+  DROPIN_CHECK_MSG(device_sim_wait_served(buffer, held, HC_CALL_TIMEOUT_NS) == 0, "held packet not served");
   uint64_t expected[2];
   device_sim_fc_expected(&lanes[5][1], expected);
   device_sim_read_results(buffer, held, ~0ull, lanes);
   DROPIN_CHECK_MSG(lanes[5][0] == expected[0] && lanes[5][1] == expected[1], "held packet result");
   device_sim_push_free(buffer, held);
-  DROPIN_CHECK_MSG(call_ok(buffer, 2) == 0, "call after second enable");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 2) == 0, "call after second enable");
   DROPIN_CHECK_MSG(hc_live_signals() == signals0 + 1, "extra signal");
   disableHostcalls(buffer, NULL);
   DROPIN_CHECK_MSG(hc_thread_count() == threads0, "one disable did not unregister the buffer (%d threads)",
@@ -249,10 +239,9 @@ static void test_overlapping_buffers(void) {
   DROPIN_CHECK_MSG(!enableHostcalls(raw + getHostcallBufferSize(8) - 8, 2, NULL), "overlap at the end accepted");
   DROPIN_CHECK_MSG(!enableHostcalls(raw + 4096, 2, NULL), "overlap inside accepted");
   DROPIN_CHECK_MSG(enableHostcalls(raw + getHostcallBufferSize(8), 2, NULL), "adjacent buffer refused");
-  DROPIN_CHECK_MSG(call_ok(raw, 1) == 0 && call_ok(raw + getHostcallBufferSize(8), 2) == 0, "calls");
+  DROPIN_CHECK_MSG(hc_call_ok(raw, 1) == 0 && hc_call_ok(raw + getHostcallBufferSize(8), 2) == 0, "calls");
   disableHostcalls(raw + getHostcallBufferSize(8), NULL);
-  disableHostcalls(raw, NULL);
-  hc_free_buffer(raw);
+  hc_disable_and_free(raw);
 }
 
 /* Disabling an unknown buffer or disabling twice is a no-op that leaves
@@ -267,17 +256,17 @@ static void test_disable_unknown_and_twice(void) {
   disableHostcalls(never, NULL);
   disableHostcalls(NULL, NULL);
   disableHostcalls((char*)a + 8, NULL); /* inside a, not a itself */
-  DROPIN_CHECK_MSG(call_ok(a, 1) == 0 && call_ok(b, 2) == 0, "served after unknown disables");
+  DROPIN_CHECK_MSG(hc_call_ok(a, 1) == 0 && hc_call_ok(b, 2) == 0, "served after unknown disables");
   disableHostcalls(b, NULL);
   disableHostcalls(b, NULL);
-  DROPIN_CHECK_MSG(call_ok(a, 3) == 0, "a not served after b disabled twice");
+  DROPIN_CHECK_MSG(hc_call_ok(a, 3) == 0, "a not served after b disabled twice");
   DROPIN_CHECK_MSG(hc_live_signals() == signals0 + 1, "signal count after double disable");
   disableHostcalls(a, NULL);
   disableHostcalls(a, NULL);
   DROPIN_CHECK_MSG(hc_thread_count() == threads0, "listener still running");
   DROPIN_CHECK_MSG(hc_live_signals() == signals0, "signal left");
   /* And the library still works afterwards. */
-  DROPIN_CHECK_MSG(enableHostcalls(b, 4, NULL) && call_ok(b, 4) == 0, "re-enable after double disable");
+  DROPIN_CHECK_MSG(enableHostcalls(b, 4, NULL) && hc_call_ok(b, 4) == 0, "re-enable after double disable");
   disableHostcalls(b, NULL);
   hc_free_buffer(a);
   hc_free_buffer(b);
@@ -297,7 +286,7 @@ static void test_signal_create_failure(void) {
   DROPIN_CHECK_MSG(hc_live_signals() == signals0, "failed enable left a signal");
   disableHostcalls(buffer, NULL); /* not registered: no-op */
   DROPIN_CHECK_MSG(enableHostcalls(buffer, 4, NULL), "enable after the fault was cleared");
-  DROPIN_CHECK_MSG(call_ok(buffer, 7) == 0, "call after recovery");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 7) == 0, "call after recovery");
   disableHostcalls(buffer, NULL);
   DROPIN_CHECK_MSG(hc_live_signals() == signals0, "signal left");
   hc_free_buffer(buffer);
@@ -313,9 +302,8 @@ static void test_signal_destroy_failure(void) {
   disableHostcalls(buffer, NULL);
   hsa_sim_clear_faults();
   DROPIN_CHECK_MSG(hc_wait_thread_count(threads0, 1000) == threads0, "listener left running");
-  DROPIN_CHECK_MSG(enableHostcalls(buffer, 4, NULL) && call_ok(buffer, 8) == 0, "enable after failure");
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  DROPIN_CHECK_MSG(enableHostcalls(buffer, 4, NULL) && hc_call_ok(buffer, 8) == 0, "enable after failure");
+  hc_disable_and_free(buffer);
 }
 
 int main(void) {
@@ -332,5 +320,5 @@ int main(void) {
   HC_RUN(test_disable_unknown_and_twice);
   HC_RUN(test_signal_create_failure);
   HC_RUN(test_signal_destroy_failure);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

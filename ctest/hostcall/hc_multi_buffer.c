@@ -10,11 +10,9 @@
 #include "hc_test.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
-
 /* A function call on every lane of one full wave, checked. */
 static int one_checked_call(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
+  return device_sim_fc_checked_call(buffer, ~0ull, salt, HC_WAVES_TIMEOUT_NS);
 }
 
 /* 8 buffers (mixed packet counts), 16 waves spread over them. */
@@ -28,7 +26,7 @@ static void test_many_buffers_served_at_once(void) {
                "enable %d", i);
   }
   device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, B, 16, 1500, 7, TIMEOUT_NS);
+      buffers, B, 16, 1500, 7, HC_WAVES_TIMEOUT_NS);
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
@@ -102,6 +100,30 @@ static void wait_for_a_cycle_each(churn_t* churns, int count) {
   }
 }
 
+#define CHURNS 2
+
+/* Starts CHURNS churn threads; thread i starts from base i * base_step. */
+static void start_churns(churn_t churns[CHURNS], pthread_t threads[CHURNS], uint32_t base_step) {
+  for (int i = 0; i < CHURNS; ++i) {
+    memset(&churns[i], 0, sizeof(churns[i]));
+    churns[i].base = (uint32_t)i * base_step;
+    pthread_create(&threads[i], NULL, churn_main, &churns[i]);
+  }
+}
+
+/* Once each has made a cycle (or failed): stops and joins the threads and
+ * checks that each made enable/disable cycles and none failed. */
+static void stop_churns(churn_t churns[CHURNS], pthread_t threads[CHURNS]) {
+  wait_for_a_cycle_each(churns, CHURNS);
+  for (int i = 0; i < CHURNS; ++i) {
+    atomic_store_explicit(&churns[i].stop, 1, memory_order_relaxed);
+    pthread_join(threads[i], NULL);
+    DROPIN_CHECK_MSG(churns[i].failures == 0, "churn thread %d: %s", i, churns[i].failure);
+    DROPIN_CHECK_MSG(churns[i].cycles > 0, "churn thread %d made no cycle", i);
+    printf("  churn thread %d: %llu enable/disable cycles\n", i, (unsigned long long)churns[i].cycles);
+  }
+}
+
 /* Waves on 4 permanent buffers while 2 threads churn other buffers. */
 static void test_churn_while_serving(void) {
   enum { B = 4 };
@@ -111,34 +133,21 @@ static void test_churn_while_serving(void) {
     DROPIN_REQUIRE_MSG(buffers[i] != NULL && enableHostcalls(buffers[i], 8, NULL), "enable %d", i);
   }
   device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, B, 8, 1500, 11, TIMEOUT_NS);
+      buffers, B, 8, 1500, 11, HC_WAVES_TIMEOUT_NS);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
   DROPIN_REQUIRE_MSG(waves != NULL, "start waves");
 
-  churn_t churns[2];
-  pthread_t threads[2];
-  for (int i = 0; i < 2; ++i) {
-    memset(&churns[i], 0, sizeof(churns[i]));
-    churns[i].base = (uint32_t)i * 3;
-    pthread_create(&threads[i], NULL, churn_main, &churns[i]);
-  }
+  churn_t churns[CHURNS];
+  pthread_t threads[CHURNS];
+  start_churns(churns, threads, 3);
   device_sim_waves_result_t result;
   int rc = device_sim_waves_join(waves, &result);
-  wait_for_a_cycle_each(churns, 2);
-  for (int i = 0; i < 2; ++i) {
-    atomic_store_explicit(&churns[i].stop, 1, memory_order_relaxed);
-    pthread_join(threads[i], NULL);
-    DROPIN_CHECK_MSG(churns[i].failures == 0, "churn thread %d: %s", i, churns[i].failure);
-    DROPIN_CHECK_MSG(churns[i].cycles > 0, "churn thread %d made no cycle", i);
-    printf("  churn thread %d: %llu enable/disable cycles\n", i,
-           (unsigned long long)churns[i].cycles);
-  }
+  stop_churns(churns, threads);
   DROPIN_CHECK_MSG(rc == 0 && result.calls == 8u * 1500u, "%llu calls, %llu errors, %llu mismatches: %s",
            (unsigned long long)result.calls, (unsigned long long)result.errors,
            (unsigned long long)result.mismatches, result.first_failure);
   for (int i = 0; i < B; ++i) {
-    disableHostcalls(buffers[i], NULL);
-    hc_free_buffer(buffers[i]);
+    hc_disable_and_free(buffers[i]);
   }
 }
 
@@ -147,22 +156,11 @@ static void test_churn_while_serving(void) {
 static void test_listener_start_stop_churn(void) {
   int threads_before = hc_thread_count();
   uint64_t signals_before = hc_live_signals();
-  churn_t churns[2];
-  pthread_t threads[2];
-  for (int i = 0; i < 2; ++i) {
-    memset(&churns[i], 0, sizeof(churns[i]));
-    churns[i].base = (uint32_t)i;
-    pthread_create(&threads[i], NULL, churn_main, &churns[i]);
-  }
+  churn_t churns[CHURNS];
+  pthread_t threads[CHURNS];
+  start_churns(churns, threads, 1);
   hc_sleep_ms(700);
-  wait_for_a_cycle_each(churns, 2);
-  for (int i = 0; i < 2; ++i) {
-    atomic_store_explicit(&churns[i].stop, 1, memory_order_relaxed);
-    pthread_join(threads[i], NULL);
-    DROPIN_CHECK_MSG(churns[i].failures == 0, "churn thread %d: %s", i, churns[i].failure);
-    DROPIN_CHECK_MSG(churns[i].cycles > 0, "churn thread %d made no cycle", i);
-    printf("  churn thread %d: %llu cycles\n", i, (unsigned long long)churns[i].cycles);
-  }
+  stop_churns(churns, threads);
   int threads_after = hc_wait_thread_count(threads_before, 2000);
   DROPIN_CHECK_MSG(threads_after == threads_before, "threads %d before, %d after", threads_before,
            threads_after);
@@ -178,7 +176,7 @@ static void test_disable_one_of_many(void) {
   DROPIN_REQUIRE_MSG(enableHostcalls(a, 8, NULL) && enableHostcalls(b, 8, NULL), "enable");
   void* buffers[1] = {a};
   device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, 1, 4, 2000, 5, TIMEOUT_NS);
+      buffers, 1, 4, 2000, 5, HC_WAVES_TIMEOUT_NS);
   device_sim_waves_t* waves = device_sim_waves_start(&config);
   DROPIN_REQUIRE_MSG(waves != NULL, "start");
   for (int i = 0; i < 50; ++i) {
@@ -201,5 +199,5 @@ int main(void) {
   HC_RUN(test_churn_while_serving);
   HC_RUN(test_listener_start_stop_churn);
   HC_RUN(test_disable_one_of_many);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

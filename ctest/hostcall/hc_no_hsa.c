@@ -38,8 +38,7 @@ static void test_enable_without_hsa(void) {
   /* With logging on, the failure says why. */
   static const char* const env[] = {"AMD_LOG_LEVEL=1", NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("enable", env, 10000, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("enable", env, 10000, &r);
   DROPIN_CHECK_MSG(hc_contains(r.err, "amdgpu-dropin") && hc_contains(r.err, "HSA"),
            "no log line about the missing HSA runtime; stderr: %s", r.err);
 }
@@ -48,5 +47,5 @@ int main(int argc, char** argv) {
   static const hc_child_case_t cases[] = {{"enable", child_enable}, {NULL, NULL}};
   hc_child_main(argc, argv, cases);
   HC_RUN(test_enable_without_hsa);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -19,7 +19,6 @@
 #include "hc_test.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 #define PHASE AMDGPU_DROPIN_HOSTCALL_PROTOCOL_PHASE_BIT
 #define CLASSIC AMDGPU_DROPIN_HOSTCALL_PROTOCOL_CLASSIC
 
@@ -84,7 +83,7 @@ static void test_layout_matches_the_simulator(void) {
              "phases of %u start equal at 0", i);
   }
   DROPIN_CHECK_MSG(p.bitmap[0] == 0, "the bitmap is the caller's, untouched");
-  DROPIN_CHECK_MSG(device_sim_fc_checked_call(p.buffer, ~0ull, 1, TIMEOUT_NS) == 0, "a call");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(p.buffer, ~0ull, 1, HC_WAVES_TIMEOUT_NS) == 0, "a call");
   phase_close(&p);
 }
 
@@ -119,7 +118,7 @@ static void test_enable_arguments(void) {
   /* One packet is enough for phase-bit. */
   phase_buffer_t one;
   DROPIN_REQUIRE_MSG(phase_open(&one, 1), "enable 1 packet");
-  DROPIN_CHECK_MSG(device_sim_fc_checked_call(one.buffer, 0x5, 2, TIMEOUT_NS) == 0, "a call on 1 packet");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(one.buffer, 0x5, 2, HC_WAVES_TIMEOUT_NS) == 0, "a call on 1 packet");
   phase_close(&one);
   DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_disable(buffer, NULL) == AMDGPU_DROPIN_HOSTCALL_OK, "disable");
   /* disableHostcalls disables either protocol. */
@@ -140,7 +139,7 @@ static void test_classic_and_phase_bit_at_once(void) {
   DROPIN_REQUIRE_MSG(classic[0] && classic[1] && enableHostcalls(classic[0], 6, NULL) &&
                  enableHostcalls(classic[1], 9, NULL), "enable classic");
   void* buffers[4] = {p[0].buffer, classic[0], p[1].buffer, classic[1]};
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 4, 16, 150, 0x5eed, TIMEOUT_NS);
+  device_sim_waves_config_t config = device_sim_waves_config(buffers, 4, 16, 150, 0x5eed, HC_WAVES_TIMEOUT_NS);
   config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
   int rc = device_sim_run_waves(&config, &result);
@@ -185,7 +184,7 @@ static void fill_counted(uint64_t lanes[64][8], uint64_t value) {
  * from lane 0 into it (not yet published). */
 static bool claim_counted(void* buffer, uint64_t value, uint32_t* index) {
   uint64_t lanes[64][8];
-  if (device_sim_phase_claim(buffer, index, TIMEOUT_NS) != 0) return false;
+  if (device_sim_phase_claim(buffer, index, HC_WAVES_TIMEOUT_NS) != 0) return false;
   fill_counted(lanes, value);
   device_sim_phase_fill(buffer, *index, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, (const uint64_t(*)[8])lanes);
   return true;
@@ -205,7 +204,7 @@ static void test_phases_flipped_twice(void) {
   /* If the host looked between the flips it served the first state and then
    * the second (each published state once); otherwise it saw no request.
    * Either way the phases end equal, and nothing is served a third time. */
-  DROPIN_CHECK_MSG(device_sim_phase_wait_answered(p.buffer, index, TIMEOUT_NS) == 0, "settled");
+  DROPIN_CHECK_MSG(device_sim_phase_wait_answered(p.buffer, index, HC_WAVES_TIMEOUT_NS) == 0, "settled");
   hc_sleep_ms(30);
   uint32_t served_between = atomic_load(&g_counted_calls);
   DROPIN_CHECK_MSG(served_between == 0 || served_between == 2, "served %u times", served_between);
@@ -215,7 +214,7 @@ static void test_phases_flipped_twice(void) {
   /* Both phases flip twice through two full round trips on that packet. */
   for (uint64_t v = 0; v < 2; ++v) {
     fill_counted(lanes, 100 + v);
-    DROPIN_CHECK_MSG(device_sim_phase_hostcall(p.buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, lanes, TIMEOUT_NS) == 0,
+    DROPIN_CHECK_MSG(device_sim_phase_hostcall(p.buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, lanes, HC_WAVES_TIMEOUT_NS) == 0,
              "round trip %llu", (unsigned long long)v);
     DROPIN_CHECK_MSG(lanes[0][0] == 101 + v && lanes[0][1] == 0x600d, "answer %llu", (unsigned long long)lanes[0][0]);
   }
@@ -227,7 +226,7 @@ static void test_phases_flipped_twice(void) {
   uint32_t before = atomic_load(&g_counted_calls);
   atomic_store_explicit(device_sim_phase_device(p.buffer, index), 2, memory_order_release);
   device_sim_phase_ring_throttled(p.buffer);
-  DROPIN_CHECK_MSG(device_sim_phase_wait_answered(p.buffer, index, TIMEOUT_NS) == 0, "answered");
+  DROPIN_CHECK_MSG(device_sim_phase_wait_answered(p.buffer, index, HC_WAVES_TIMEOUT_NS) == 0, "answered");
   hc_sleep_ms(20);
   DROPIN_CHECK_MSG(atomic_load(&g_counted_calls) == before + 1, "served exactly once: %u",
            atomic_load(&g_counted_calls) - before);
@@ -236,7 +235,7 @@ static void test_phases_flipped_twice(void) {
   atomic_store(device_sim_phase_device(p.buffer, index), 0);
   atomic_store(device_sim_phase_host(p.buffer, index), 0);
   device_sim_phase_clear_bit(p.buffer, index);
-  DROPIN_CHECK_MSG(device_sim_fc_checked_call(p.buffer, ~0ull, 3, TIMEOUT_NS) == 0, "traffic goes on");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(p.buffer, ~0ull, 3, HC_WAVES_TIMEOUT_NS) == 0, "traffic goes on");
   phase_close(&p);
 }
 
@@ -245,10 +244,8 @@ static void test_bit_without_a_request(void) {
   DROPIN_REQUIRE_MSG(phase_open(&p, 4), "enable");
   /* Bits 0-2 taken with no request behind them: waves use packet 3 only. */
   for (uint32_t i = 0; i < 3; ++i) device_sim_phase_set_bit(p.buffer, i);
-  void* buffers[1] = {p.buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 3, 40, 77, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_run_waves(p.buffer, 3, 40, 77, HC_WAVES_TIMEOUT_NS, &result) == 0, "%s", result.first_failure);
   for (uint32_t i = 0; i < 3; ++i) {
     DROPIN_CHECK_MSG(*device_sim_phase_device(p.buffer, i) == 0 && *device_sim_phase_host(p.buffer, i) == 0,
              "packet %u never used", i);
@@ -275,10 +272,8 @@ static void test_packet_beyond_num_packets(void) {
   /* The host saw packet 0 pending (an empty active mask), served nothing and
    * settled it; nothing past the buffer was touched (the guard page). */
   DROPIN_CHECK_MSG(*device_sim_phase_device(g.buffer, 0) == *device_sim_phase_host(g.buffer, 0), "settled");
-  void* buffers[1] = {g.buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 4, 50, 5, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_run_waves(g.buffer, 4, 50, 5, HC_WAVES_TIMEOUT_NS, &result) == 0, "%s", result.first_failure);
   DROPIN_CHECK_MSG(hc_guarded_prefix_intact(&g), "bytes before the buffer intact");
   disableHostcalls(g.buffer, NULL);
   device_sim_phase_detach(g.buffer);
@@ -297,10 +292,8 @@ static void test_wave_that_never_returns(void) {
   device_sim_phase_ring_throttled(p.buffer);
   /* The wave never reads its answer nor clears its bit: its packet stays
    * taken, the other waves go on with the other three. */
-  void* buffers[1] = {p.buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, 6, 60, 11, TIMEOUT_NS);
   device_sim_waves_result_t result;
-  DROPIN_CHECK_MSG(device_sim_run_waves(&config, &result) == 0, "%s", result.first_failure);
+  DROPIN_CHECK_MSG(hc_run_waves(p.buffer, 6, 60, 11, HC_WAVES_TIMEOUT_NS, &result) == 0, "%s", result.first_failure);
   DROPIN_CHECK_MSG(atomic_load(&g_counted_calls) == 1, "its request was served once");
   DROPIN_CHECK_MSG(*device_sim_phase_device(p.buffer, index) == *device_sim_phase_host(p.buffer, index), "answered");
   DROPIN_CHECK_MSG(p.bitmap[0] == (1u << index), "its bit stays set: %#x", p.bitmap[0]);
@@ -339,7 +332,7 @@ static void* slow_wave(void* arg) {
   intptr_t failures = 0;
   for (int i = 0; i < SLOW_CALLS; ++i) {
     memset(lanes, 0, sizeof(lanes));
-    if (device_sim_hostcall(arg, SLOW_SERVICE, 1, lanes, TIMEOUT_NS) != 0 || lanes[0][0] != 0x51) failures++;
+    if (device_sim_hostcall(arg, SLOW_SERVICE, 1, lanes, HC_WAVES_TIMEOUT_NS) != 0 || lanes[0][0] != 0x51) failures++;
   }
   atomic_store(&g_slow_done, true);
   return (void*)failures;
@@ -364,12 +357,12 @@ static void test_slow_phase_bit_buffer_beside_a_classic_one(void) {
    * the blocked call until their timeout (checked by events, not time). */
   uint64_t fast_calls = 0;
   while (!atomic_load(&g_slow_blocked)) {
-    DROPIN_CHECK_MSG(device_sim_fc_checked_call(fast, 0xff, fast_calls, TIMEOUT_NS) == 0, "fast call");
+    DROPIN_CHECK_MSG(device_sim_fc_checked_call(fast, 0xff, fast_calls, HC_WAVES_TIMEOUT_NS) == 0, "fast call");
     fast_calls++;
   }
   uint64_t while_blocked = 0;
   for (int i = 0; i < 20; ++i) {
-    if (device_sim_fc_checked_call(fast, 0xff, fast_calls + (uint64_t)i, TIMEOUT_NS) != 0) break;
+    if (device_sim_fc_checked_call(fast, 0xff, fast_calls + (uint64_t)i, HC_WAVES_TIMEOUT_NS) != 0) break;
     while_blocked++;
   }
   DROPIN_CHECK_MSG(atomic_load(&g_slow_done) == false, "the slow call was still blocked");
@@ -383,8 +376,7 @@ static void test_slow_phase_bit_buffer_beside_a_classic_one(void) {
          (unsigned long long)fast_calls, SLOW_CALLS);
   DROPIN_CHECK_MSG(amdgpu_dropin_hostcall_unregister_handler(SLOW_SERVICE, slow.buffer) == AMDGPU_DROPIN_HOSTCALL_OK,
            "unregister");
-  disableHostcalls(fast, NULL);
-  hc_free_buffer(fast);
+  hc_disable_and_free(fast);
   phase_close(&slow);
 }
 
@@ -397,10 +389,10 @@ static int child_after_fork(void) {
   if (amdgpu_dropin_hostcall_disable(g_parent_buffer, NULL) != AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED) return 2;
   phase_buffer_t p;
   if (!phase_open(&p, 3)) return 3;
-  if (device_sim_fc_checked_call(p.buffer, ~0ull, 9, TIMEOUT_NS) != 0) return 4;
+  if (device_sim_fc_checked_call(p.buffer, ~0ull, 9, HC_WAVES_TIMEOUT_NS) != 0) return 4;
   /* Exits with the buffer still enabled and a claimed, unanswered packet. */
   uint32_t index;
-  if (device_sim_phase_claim(p.buffer, &index, TIMEOUT_NS) != 0) return 5;
+  if (device_sim_phase_claim(p.buffer, &index, HC_WAVES_TIMEOUT_NS) != 0) return 5;
   return 0;
 }
 
@@ -412,7 +404,7 @@ static void test_fork_and_exit(void) {
   DROPIN_REQUIRE_MSG(hc_fork_child(child_after_fork, 20000, &r), "fork");
   DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child: %s", hc_child_describe(&r));
   printf("  child done after %llu ms\n", (unsigned long long)r.elapsed_ms); /* printed, not compared */
-  DROPIN_CHECK_MSG(device_sim_fc_checked_call(p.buffer, ~0ull, 10, TIMEOUT_NS) == 0, "parent still served");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(p.buffer, ~0ull, 10, HC_WAVES_TIMEOUT_NS) == 0, "parent still served");
   phase_close(&p);
 }
 
@@ -427,5 +419,5 @@ int main(void) {
   HC_RUN(test_wave_that_never_returns);
   HC_RUN(test_slow_phase_bit_buffer_beside_a_classic_one);
   HC_RUN(test_fork_and_exit);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

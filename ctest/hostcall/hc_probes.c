@@ -34,7 +34,6 @@
 #define FORK_DURING_SOAK 1
 #endif
 
-#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 #define EXIT_DEADLINE_MS 10000u
 
 /* ---- exit during traffic ------------------------------------------------- */
@@ -70,7 +69,7 @@ static int child_exit_traffic(void) {
     g_exit_buffers[i] = hc_alloc_buffer(8);
     if (!enableHostcalls(g_exit_buffers[i], 8, NULL)) return 2;
   }
-  device_sim_waves_config_t config = device_sim_waves_config(g_exit_buffers, 2, 6, 0, seed, TIMEOUT_NS);
+  device_sim_waves_config_t config = device_sim_waves_config(g_exit_buffers, 2, 6, 0, seed, HC_WAVES_TIMEOUT_NS);
   static device_sim_waves_t* waves; /* static: still reachable at exit (LeakSanitizer) */
   waves = device_sim_waves_start(&config);
   if (waves == NULL) return 3;
@@ -136,7 +135,7 @@ static bool soak_printf(void* buffer, uint32_t worker, uint64_t cycle, uint64_t 
 static int fork_child_call(void) {
   void* buffer = hc_alloc_buffer(4);
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
-  if (device_sim_fc_checked_call(buffer, ~0ull, 7, TIMEOUT_NS) != 0) return 3;
+  if (device_sim_fc_checked_call(buffer, ~0ull, 7, HC_WAVES_TIMEOUT_NS) != 0) return 3;
   disableHostcalls(buffer, NULL);
   return 0;
 }
@@ -155,14 +154,11 @@ static void* soak_worker(void* arg) {
     }
     uint64_t cycle = atomic_fetch_add_explicit(&g_cycles, 1, memory_order_relaxed);
     /* Random masks and inputs (the default fill), answers checked. */
-    void* buffers[1] = {buffer};
     uint32_t waves = 1 + (uint32_t)(device_sim_rand(&rng) % 4);
     uint32_t calls = 1 + (uint32_t)(device_sim_rand(&rng) % 40);
-    device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, waves, calls,
-                                                               device_sim_rand(&rng), TIMEOUT_NS);
-    config.check_inactive_lanes = true;
+    uint64_t seed = device_sim_rand(&rng);
     device_sim_waves_result_t result;
-    if (device_sim_run_waves(&config, &result) != 0) {
+    if (hc_run_waves(buffer, waves, calls, seed, HC_WAVES_TIMEOUT_NS, &result) != 0) {
       atomic_fetch_add_explicit(&g_wrong, 1, memory_order_relaxed);
       fprintf(stderr, "soak worker %u: %s\n", worker, result.first_failure);
     }
@@ -186,8 +182,7 @@ static void* soak_worker(void* arg) {
       }
       atomic_fetch_add_explicit(&g_forks, 1, memory_order_relaxed);
     }
-    disableHostcalls(buffer, NULL);
-    hc_free_buffer(buffer);
+    hc_disable_and_free(buffer);
   }
   return NULL;
 }
@@ -273,5 +268,5 @@ int main(int argc, char** argv) {
   hc_hsa_init();
   HC_RUN(test_exit_during_traffic);
   HC_RUN(test_enable_disable_soak);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -14,18 +14,13 @@
 #include "hsa_sim.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
 /* A child that has not exited by then is hung. */
 #define EXIT_DEADLINE_MS 20000u /* a hang detector */
-
-static int call_ok(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
-}
 
 static device_sim_waves_t* start_waves(void* const* buffers, uint32_t count, uint32_t waves,
                                        uint32_t calls) {
   device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, count, waves, calls, 3, TIMEOUT_NS);
+      buffers, count, waves, calls, 3, HC_CALL_TIMEOUT_NS);
   return device_sim_waves_start(&config);
 }
 
@@ -44,7 +39,7 @@ static int child_exit_from_thread(void) {
     buffers[i] = hc_alloc_buffer(8);
     if (!enableHostcalls(buffers[i], 8, NULL)) return 2;
   }
-  if (call_ok(buffers[0], 1) != 0) return 3;
+  if (hc_call_ok(buffers[0], 1) != 0) return 3;
   device_sim_waves_t* waves = start_waves(buffers, 2, 8, 0);
   if (waves == NULL) return 4;
   hc_sleep_ms(100);
@@ -58,7 +53,7 @@ static int child_exit_idle(void) {
   hc_hsa_init();
   void* buffer = hc_alloc_buffer(4);
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
-  if (call_ok(buffer, 1) != 0) return 3;
+  if (hc_call_ok(buffer, 1) != 0) return 3;
   return 43;
 }
 
@@ -80,7 +75,7 @@ static int child_exit_idle_timed(void) {
   atexit(report_exit_waits);
   void* buffer = hc_alloc_buffer(4);
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
-  if (call_ok(buffer, 1) != 0) return 3;
+  if (hc_call_ok(buffer, 1) != 0) return 3;
   /* Until the listener has ended one idle wait and begun the next (counted
    * calls; the loop bound is a hang detector): every earlier timeout is then
    * counted, and the wait in progress has at least its first timeout left. */
@@ -116,7 +111,7 @@ static int exit_counting_rings(bool shut_down) {
   atexit(check_exit_rings);
   void* buffer = hc_alloc_buffer(4);
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
-  if (call_ok(buffer, 1) != 0) return 4;
+  if (hc_call_ok(buffer, 1) != 0) return 4;
   hc_sleep_ms(30);
   g_hsa_shut_down = shut_down;
   if (shut_down && hsa_shut_down() != HSA_STATUS_SUCCESS) return 5;
@@ -147,7 +142,7 @@ static int child_exit_unrung_during_long_wait(void) {
   atexit(check_no_wait_in_progress);
   void* buffer = hc_alloc_buffer(4);
   if (!enableHostcalls(buffer, 4, NULL)) return 2;
-  if (call_ok(buffer, 1) != 0) return 4;
+  if (hc_call_ok(buffer, 1) != 0) return 4;
   /* Waits of 100 and 400 ms have timed out: the listener is in its third,
    * of IDLE_WAIT_MAX_MS, longer than EXIT_TIMEOUT_MS. */
   hc_sleep_ms(AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS * (1 + AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH) +
@@ -291,17 +286,14 @@ static int fork_child_body(void) {
     return 2;
   }
   for (int i = 0; i < 20; ++i) {
-    int rc = call_ok(fresh, (uint64_t)i);
+    int rc = hc_call_ok(fresh, (uint64_t)i);
     if (rc != 0) {
       fprintf(stderr, "child: call %d on the fresh buffer: %d\n", i, rc);
       return 3;
     }
   }
-  void* buffers[1] = {fresh};
   device_sim_waves_result_t result;
-  device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, 1, 4, 200, 77, TIMEOUT_NS);
-  if (device_sim_run_waves(&config, &result) != 0) {
+  if (hc_run_waves(fresh, 4, 200, 77, HC_CALL_TIMEOUT_NS, &result) != 0) {
     fprintf(stderr, "child waves: %s\n", result.first_failure);
     failures++;
   }
@@ -327,7 +319,7 @@ static void test_fork_with_listener_running(void) {
 #endif
   parent_buffer = hc_alloc_buffer(8);
   DROPIN_REQUIRE_MSG(enableHostcalls(parent_buffer, 8, NULL), "enable");
-  DROPIN_CHECK_MSG(call_ok(parent_buffer, 1) == 0, "parent call");
+  DROPIN_CHECK_MSG(hc_call_ok(parent_buffer, 1) == 0, "parent call");
   void* buffers[1] = {parent_buffer};
   device_sim_waves_t* waves = start_waves(buffers, 1, 4, 0);
   DROPIN_REQUIRE_MSG(waves != NULL, "start waves");
@@ -345,9 +337,8 @@ static void test_fork_with_listener_running(void) {
   DROPIN_CHECK_MSG(device_sim_waves_join(waves, &result) == 0, "parent waves: %s", result.first_failure);
   DROPIN_CHECK_MSG(result.calls > 0, "parent waves made no call");
   printf("  parent waves: %llu calls during the forks\n", (unsigned long long)result.calls);
-  DROPIN_CHECK_MSG(call_ok(parent_buffer, 2) == 0, "parent call after the forks");
-  disableHostcalls(parent_buffer, NULL);
-  hc_free_buffer(parent_buffer);
+  DROPIN_CHECK_MSG(hc_call_ok(parent_buffer, 2) == 0, "parent call after the forks");
+  hc_disable_and_free(parent_buffer);
 }
 
 /* A fork while another thread is inside the very first enableHostcalls
@@ -403,8 +394,7 @@ static int child_fork_during_first_enable(void) {
 
 static void test_fork_during_first_enable(void) {
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("fork_first_enable", NULL, 60000, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("fork_first_enable", NULL, 60000, &r);
 }
 
 int main(int argc, char** argv) {
@@ -432,7 +422,7 @@ int main(int argc, char** argv) {
 #endif
     hc_hsa_init();
     HC_RUN(test_fork_during_first_enable);
-    return dropin_failures == 0 ? 0 : 1;
+    return dropin_check_exit_code();
   }
   hc_hsa_init();
   HC_RUN(test_exit_with_idle_listener);
@@ -443,5 +433,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_exit_during_stuck_service);
   HC_RUN(test_exit_waits_for_a_listener_in_a_long_unrung_wait);
   HC_RUN(test_fork_with_listener_running);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

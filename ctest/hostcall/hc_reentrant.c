@@ -22,8 +22,6 @@
 #include "rochostcall.hpp"
 
 #define PACKETS 8u
-#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
-#define CHILD_TIMEOUT_MS 20000u
 
 typedef void (*host_fn)(uint64_t out[2], const uint64_t in[7]);
 
@@ -41,7 +39,7 @@ static int call(void* buffer, host_fn fn, uint64_t a0, uint64_t a1, uint64_t out
   lanes[0][0] = (uint64_t)(uintptr_t)fn;
   lanes[0][1] = a0;
   lanes[0][2] = a1;
-  int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, lanes, TIMEOUT_NS);
+  int rc = device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, lanes, HC_WAVES_TIMEOUT_NS);
   if (rc != DEVICE_SIM_OK) {
     fprintf(stderr, "device_sim_hostcall: %s\n", device_sim_error_string(rc));
     return -1;
@@ -149,9 +147,8 @@ static void test_disable_own_buffer_from_service(void) {
            threads0);
   /* It is disabled: enabling it again works and serves. */
   DROPIN_REQUIRE_MSG(enableHostcalls(c, PACKETS, NULL), "re-enable");
-  DROPIN_CHECK_MSG(device_sim_fc_checked_call(c, ~0ull, 5, TIMEOUT_NS) == 0, "call after re-enable");
-  disableHostcalls(c, NULL);
-  hc_free_buffer(c);
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(c, ~0ull, 5, HC_WAVES_TIMEOUT_NS) == 0, "call after re-enable");
+  hc_disable_and_free(c);
 }
 
 /* ---- packets left waiting at disable are logged --------------------------- */
@@ -163,12 +160,12 @@ static int child_abandoned(void) {
   hsa_sim_set_periodic_recheck(false, 0);
   void* buffer = hc_alloc_buffer(PACKETS);
   if (!enableHostcalls(buffer, PACKETS, NULL)) return 2;
-  if (device_sim_fc_checked_call(buffer, ~0ull, 1, TIMEOUT_NS) != 0) return 3;
+  if (device_sim_fc_checked_call(buffer, ~0ull, 1, HC_WAVES_TIMEOUT_NS) != 0) return 3;
   hc_sleep_ms(20); /* the listener goes back to its blocked wait */
   uint64_t lanes[64][8];
   memset(lanes, 0, sizeof(lanes));
   uint64_t ptr = 0;
-  if (device_sim_pop_free(buffer, &ptr, TIMEOUT_NS) != 0) return 4;
+  if (device_sim_pop_free(buffer, &ptr, HC_WAVES_TIMEOUT_NS) != 0) return 4;
   device_sim_fill(buffer, ptr, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, (const uint64_t(*)[8])lanes);
   device_sim_push_ready(buffer, ptr);
   disableHostcalls(buffer, NULL);
@@ -185,7 +182,7 @@ static int child_abandoned(void) {
 static void test_abandoned_packets_are_logged(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=2", NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("abandoned", env, CHILD_TIMEOUT_MS, &r), "spawn");
+  DROPIN_REQUIRE_MSG(hc_spawn_child("abandoned", env, HC_CHILD_TIMEOUT_MS, &r), "spawn");
   if (r.exited && r.exit_code == 5) {
     printf("  the listener served the packet before disable (timing); not checked\n");
     return;
@@ -205,5 +202,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_disable_other_buffer_from_service);
   HC_RUN(test_disable_own_buffer_from_service);
   HC_RUN(test_abandoned_packets_are_logged);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -13,8 +13,6 @@
 #include "hsa_sim.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
-#define CHILD_TIMEOUT_MS 20000u
 /* Warnings and errors: what a user turning logging on sees. */
 #define LOG_ENV "AMD_LOG_LEVEL=2"
 
@@ -35,18 +33,10 @@ static int check_fc(const uint64_t in[64][8], const uint64_t out[64][8], uint64_
   return 0;
 }
 
-static int call_ok(void* buffer, uint64_t salt) {
-  return device_sim_fc_checked_call(buffer, ~0ull, salt, TIMEOUT_NS);
-}
-
 static int run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, char* why,
                      size_t why_size) {
-  void* buffers[1] = {buffer};
-  device_sim_waves_config_t config = device_sim_waves_config(
-      buffers, 1, waves, calls, seed, TIMEOUT_NS);
-  config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
-  int rc = device_sim_run_waves(&config, &result);
+  int rc = hc_run_waves(buffer, waves, calls, seed, HC_CALL_TIMEOUT_NS, &result);
   snprintf(why, why_size, "%s", result.first_failure);
   return rc;
 }
@@ -88,7 +78,7 @@ static int child_out_of_range(void) {
         hc_snapshot_words(g.buffer, snapshot, size);
         DROPIN_CHECK_INTO(failures, device_sim_push_ready_raw_if_empty(g.buffer, ptr), "ready stack busy");
         device_sim_ring_doorbell(g.buffer);
-        DROPIN_CHECK_INTO(failures, device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0,
+        DROPIN_CHECK_INTO(failures, device_sim_wait_ready_stack_empty(g.buffer, HC_CALL_TIMEOUT_NS) == 0,
                     "n=%u: bad pointer %llu never taken off the ready stack", n,
                     (unsigned long long)ptr);
         hc_sleep_ms(5);
@@ -97,7 +87,7 @@ static int child_out_of_range(void) {
                     "n=%u index %llu: the host wrote into the buffer", n, (unsigned long long)bad);
         DROPIN_CHECK_INTO(failures, hc_guarded_prefix_intact(&g), "memory before the buffer changed");
         char why[256];
-        DROPIN_CHECK_INTO(failures, call_ok(g.buffer, bad) == 0, "n=%u: call after bad index %llu", n,
+        DROPIN_CHECK_INTO(failures, hc_call_ok(g.buffer, bad) == 0, "n=%u: call after bad index %llu", n,
                     (unsigned long long)bad);
         DROPIN_CHECK_INTO(failures, run_waves(g.buffer, 4, 25, bad * 7 + tag, why, sizeof(why)) == 0,
                     "n=%u waves after bad index: %s", n, why);
@@ -109,20 +99,20 @@ static int child_out_of_range(void) {
     fill_fc(lanes, 4242);
     memcpy(in, lanes, sizeof(in));
     uint64_t good = 0;
-    DROPIN_CHECK_INTO(failures, device_sim_pop_free(g.buffer, &good, TIMEOUT_NS) == 0, "pop");
+    DROPIN_CHECK_INTO(failures, device_sim_pop_free(g.buffer, &good, HC_CALL_TIMEOUT_NS) == 0, "pop");
     device_sim_fill(g.buffer, good, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull,
                     (const uint64_t(*)[8])lanes);
     DROPIN_CHECK_INTO(failures, device_sim_push_ready_raw_if_empty(g.buffer, mask + (mask + 1) * 5), "push bad");
     device_sim_push_ready(g.buffer, good);
     device_sim_ring_doorbell(g.buffer);
-    DROPIN_CHECK_INTO(failures, device_sim_wait_served(g.buffer, good, TIMEOUT_NS) == 0,
+    DROPIN_CHECK_INTO(failures, device_sim_wait_served(g.buffer, good, HC_CALL_TIMEOUT_NS) == 0,
                 "n=%u: packet above a bad one not served", n);
     device_sim_read_results(g.buffer, good, ~0ull, lanes);
     DROPIN_CHECK_INTO(failures, check_fc((const uint64_t(*)[8])in, (const uint64_t(*)[8])lanes, ~0ull) == 0,
                 "wrong result");
     device_sim_push_free(g.buffer, good);
-    DROPIN_CHECK_INTO(failures, device_sim_wait_ready_stack_empty(g.buffer, TIMEOUT_NS) == 0, "stack not drained");
-    DROPIN_CHECK_INTO(failures, call_ok(g.buffer, 1) == 0, "n=%u: call after the mixed stack", n);
+    DROPIN_CHECK_INTO(failures, device_sim_wait_ready_stack_empty(g.buffer, HC_CALL_TIMEOUT_NS) == 0, "stack not drained");
+    DROPIN_CHECK_INTO(failures, hc_call_ok(g.buffer, 1) == 0, "n=%u: call after the mixed stack", n);
     disableHostcalls(g.buffer, NULL);
     DROPIN_CHECK_INTO(failures, hc_guarded_prefix_intact(&g), "memory before the buffer changed");
     free(snapshot);
@@ -135,8 +125,7 @@ static int child_out_of_range(void) {
 static void test_index_outside_buffer(void) {
   static const char* const env[] = {LOG_ENV, NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("out_of_range", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("out_of_range", env, HC_CHILD_TIMEOUT_MS, &r);
   /* Dropped packets are logged (at least one line from the library). */
   DROPIN_CHECK_MSG(hc_contains(r.err, "amdgpu-dropin"), "no log line for dropped packets; stderr: %s",
            r.err);
@@ -166,7 +155,7 @@ static int child_unknown_service(void) {
     for (uint32_t lane = 0; lane < 64; ++lane) {
       for (uint32_t w = 0; w < 8; ++w) lanes[lane][w] = 0x1111111111111111ull * w + lane;
     }
-    int rc = device_sim_hostcall(buffer, calls[i].service, calls[i].mask, lanes, TIMEOUT_NS);
+    int rc = device_sim_hostcall(buffer, calls[i].service, calls[i].mask, lanes, HC_CALL_TIMEOUT_NS);
     DROPIN_CHECK_INTO(failures, rc == 0, "service %u: wave not released (%s)", calls[i].service,
                 device_sim_error_string(rc));
     for (uint32_t lane = 0; lane < 64 && rc == 0; ++lane) {
@@ -179,27 +168,24 @@ static int child_unknown_service(void) {
     }
   }
   /* The buffer and the listener carry on. */
-  DROPIN_CHECK_INTO(failures, call_ok(buffer, 5) == 0, "FUNCTION_CALL after unknown services");
+  DROPIN_CHECK_INTO(failures, hc_call_ok(buffer, 5) == 0, "FUNCTION_CALL after unknown services");
   char why[256];
   DROPIN_CHECK_INTO(failures, run_waves(buffer, 4, 50, 9, why, sizeof(why)) == 0, "waves: %s", why);
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
   return failures ? 1 : 0;
 }
 
 static void test_unknown_service(void) {
   static const char* const env[] = {LOG_ENV, NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("unknown_service", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("unknown_service", env, HC_CHILD_TIMEOUT_MS, &r);
   int a = hc_count_lines_with_id(r.err, "service", UNKNOWN_A);
   int b = hc_count_lines_with_id(r.err, "service", UNKNOWN_B);
   DROPIN_CHECK_MSG(a == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_A, a, r.err);
   DROPIN_CHECK_MSG(b == 1, "service %u logged %d times (want once); stderr: %s", UNKNOWN_B, b, r.err);
   /* Off by default: without AMD_LOG_LEVEL the library prints nothing. */
   static const char* const quiet[] = {"AMD_LOG_LEVEL=0", NULL};
-  DROPIN_REQUIRE_MSG(hc_spawn_child("unknown_service", quiet, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("unknown_service", quiet, HC_CHILD_TIMEOUT_MS, &r);
   DROPIN_CHECK_MSG(!hc_contains(r.err, "amdgpu-dropin"), "logged with AMD_LOG_LEVEL=0: %s", r.err);
 }
 
@@ -213,7 +199,7 @@ static void test_activemask_zero(void) {
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 4, NULL), "enable");
   for (int round = 0; round < 3; ++round) {
     uint64_t ptr = 0;
-    DROPIN_REQUIRE_MSG(device_sim_pop_free(buffer, &ptr, TIMEOUT_NS) == 0, "pop");
+    DROPIN_REQUIRE_MSG(device_sim_pop_free(buffer, &ptr, HC_CALL_TIMEOUT_NS) == 0, "pop");
     device_sim_payload_t* payload = device_sim_payload(buffer, ptr & device_sim_header(buffer)->index_mask);
     for (uint32_t lane = 0; lane < 64; ++lane) {
       for (uint32_t w = 0; w < 8; ++w) payload->slots[lane][w] = 0xBAD0000000000000ull | (lane << 8) | w;
@@ -222,16 +208,15 @@ static void test_activemask_zero(void) {
     device_sim_fill(buffer, ptr, round == 2 ? 1234u : DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL);
     device_sim_push_ready(buffer, ptr);
     device_sim_ring_doorbell(buffer);
-    DROPIN_CHECK_MSG(device_sim_wait_served(buffer, ptr, TIMEOUT_NS) == 0, "round %d: not released", round);
+    DROPIN_CHECK_MSG(device_sim_wait_served(buffer, ptr, HC_CALL_TIMEOUT_NS) == 0, "round %d: not released", round);
     DROPIN_CHECK_MSG(memcmp(&before, payload, sizeof(before)) == 0, "round %d: payload changed", round);
     device_sim_push_free(buffer, ptr);
-    DROPIN_CHECK_MSG(call_ok(buffer, (uint64_t)round) == 0, "round %d: call after empty packet", round);
+    DROPIN_CHECK_MSG(hc_call_ok(buffer, (uint64_t)round) == 0, "round %d: call after empty packet", round);
   }
   /* Through the one-call API too. */
-  DROPIN_CHECK_MSG(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL, TIMEOUT_NS) == 0,
+  DROPIN_CHECK_MSG(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 0, NULL, HC_CALL_TIMEOUT_NS) == 0,
            "empty call");
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
 }
 
 /* ---- a cycle in the ready stack ------------------------------------------ */
@@ -255,7 +240,7 @@ static void test_ready_stack_cycle(void) {
   void* b = hc_alloc_buffer(4);
   DROPIN_REQUIRE_MSG(enableHostcalls(a, 4, NULL) && enableHostcalls(b, 4, NULL), "enable");
   uint64_t ptr = 0;
-  DROPIN_REQUIRE_MSG(device_sim_pop_free(a, &ptr, TIMEOUT_NS) == 0, "pop");
+  DROPIN_REQUIRE_MSG(device_sim_pop_free(a, &ptr, HC_CALL_TIMEOUT_NS) == 0, "pop");
   uint64_t lanes[64][8];
   memset(lanes, 0, sizeof(lanes));
   lanes[0][0] = (uint64_t)(uintptr_t)&counting_host_function;
@@ -265,10 +250,10 @@ static void test_ready_stack_cycle(void) {
   atomic_store_explicit(&packet->next, ptr, memory_order_relaxed);
   DROPIN_REQUIRE_MSG(device_sim_push_ready_raw_if_empty(a, ptr), "push");
   device_sim_ring_doorbell(a);
-  DROPIN_CHECK_MSG(device_sim_wait_served(a, ptr, TIMEOUT_NS) == 0, "cyclic packet never released");
-  DROPIN_CHECK_MSG(device_sim_wait_ready_stack_empty(a, TIMEOUT_NS) == 0, "ready stack not drained");
-  DROPIN_CHECK_MSG(call_ok(b, 1) == 0, "other buffer not served after the cycle");
-  DROPIN_CHECK_MSG(call_ok(a, 2) == 0, "the buffer itself not served after the cycle");
+  DROPIN_CHECK_MSG(device_sim_wait_served(a, ptr, HC_CALL_TIMEOUT_NS) == 0, "cyclic packet never released");
+  DROPIN_CHECK_MSG(device_sim_wait_ready_stack_empty(a, HC_CALL_TIMEOUT_NS) == 0, "ready stack not drained");
+  DROPIN_CHECK_MSG(hc_call_ok(b, 1) == 0, "other buffer not served after the cycle");
+  DROPIN_CHECK_MSG(hc_call_ok(a, 2) == 0, "the buffer itself not served after the cycle");
   DROPIN_CHECK_MSG(cycle_calls == 1, "the cyclic packet was served %llu times (want exactly once)",
            (unsigned long long)cycle_calls);
   /* The packet is not returned to the free stack: it stays the wave's. */
@@ -283,7 +268,7 @@ static void test_ready_stack_cycle(void) {
 /* Posts one packet (fill + ready push) without ringing; returns its pointer. */
 static uint64_t post_silently(void* buffer, uint64_t lanes[64][8]) {
   uint64_t ptr = 0;
-  if (device_sim_pop_free(buffer, &ptr, TIMEOUT_NS) != 0) return 0;
+  if (device_sim_pop_free(buffer, &ptr, HC_CALL_TIMEOUT_NS) != 0) return 0;
   device_sim_fill(buffer, ptr, DEVICE_SIM_SERVICE_FUNCTION_CALL, ~0ull, (const uint64_t(*)[8])lanes);
   device_sim_push_ready(buffer, ptr);
   return ptr;
@@ -291,7 +276,7 @@ static uint64_t post_silently(void* buffer, uint64_t lanes[64][8]) {
 
 static void finish(void* buffer, uint64_t ptr, const uint64_t in[64][8], const char* what) {
   uint64_t t0 = device_sim_now_ns();
-  int rc = device_sim_wait_served(buffer, ptr, TIMEOUT_NS);
+  int rc = device_sim_wait_served(buffer, ptr, HC_CALL_TIMEOUT_NS);
   uint64_t waited = device_sim_now_ns() - t0;
   DROPIN_CHECK_MSG(rc == 0, "%s: packet stranded (%s)", what, device_sim_error_string(rc));
   if (rc != 0) return;
@@ -317,7 +302,7 @@ static void test_lost_doorbell(void) {
   hsa_sim_set_periodic_recheck(false, 0);
   void* buffer = hc_alloc_buffer(8);
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
-  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "warm-up call");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "warm-up call");
   hc_sleep_ms(20); /* let the listener go back to its blocked wait */
   hsa_signal_t doorbell = {device_sim_header(buffer)->doorbell};
 
@@ -353,8 +338,7 @@ static void test_lost_doorbell(void) {
   finish(buffer, ptr, (const uint64_t(*)[8])lanes, "two posts, one ring (1st)");
   finish(buffer, ptr2, (const uint64_t(*)[8])lanes2, "two posts, one ring (2nd)");
 
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
   hsa_sim_set_periodic_recheck(true, 1000);
 }
 
@@ -367,7 +351,7 @@ static void test_idle_waits_grow(void) {
   hsa_sim_set_periodic_recheck(false, 0);
   void* buffer = hc_alloc_buffer(8);
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
-  DROPIN_CHECK_MSG(call_ok(buffer, 1) == 0, "warm-up call");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "warm-up call");
   /* Silence until the listener asks for its longest idle wait (the bound
    * is a hang detector: with a fixed timeout it never comes). The timeouts
    * it asked for on the way, as the runtime recorded them, must grow by
@@ -415,7 +399,7 @@ static void test_idle_waits_grow(void) {
            "idle waits did not grow %ux from %u ms to %u ms (%llu waits before the longest)",
            (unsigned)AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH, (unsigned)AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS,
            (unsigned)AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS, (unsigned long long)idle_waits);
-  DROPIN_CHECK_MSG(AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS * 1000000ull < TIMEOUT_NS,
+  DROPIN_CHECK_MSG(AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS * 1000000ull < HC_CALL_TIMEOUT_NS,
            "the test's timeout must cover the longest idle wait");
 
   /* A lost ring after the long silence: served at the next timeout. */
@@ -424,12 +408,11 @@ static void test_idle_waits_grow(void) {
    * the listener makes no further timed-out wait meanwhile. */
   hc_sleep_ms(1500);
   hsa_sim_reset_call_counts();
-  DROPIN_CHECK_MSG(call_ok(buffer, 2) == 0, "rung call after a long idle time");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 2) == 0, "rung call after a long idle time");
   DROPIN_CHECK_MSG(hsa_sim_call_count("hsa_signal_wait_scacquire") <= 2,
            "a rung call took %llu blocked waits",
            (unsigned long long)hsa_sim_call_count("hsa_signal_wait_scacquire"));
-  disableHostcalls(buffer, NULL);
-  hc_free_buffer(buffer);
+  hc_disable_and_free(buffer);
   hsa_sim_set_periodic_recheck(true, 1000);
 }
 
@@ -515,5 +498,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_ready_stack_cycle);
   HC_RUN(test_index_outside_buffer);
   HC_RUN(test_unknown_service);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -18,8 +18,6 @@
 #include "rochostcall.hpp"
 
 #define PACKETS 8u
-#define TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
-#define CHILD_TIMEOUT_MS 20000u
 #define ERROR_VALUE AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE
 
 _Static_assert(sizeof(amdgpu_dropin_hostcall_packet_t) == 24 + 4096, "packet size");
@@ -37,7 +35,7 @@ static int call_service(void* buffer, uint32_t service, uint64_t mask, uint64_t 
   for (uint32_t lane = 0; lane < 64; ++lane) {
     for (uint32_t w = 0; w < 8; ++w) lanes[lane][w] = seed + lane * 8 + w;
   }
-  return device_sim_hostcall(buffer, service, mask, lanes, TIMEOUT_NS);
+  return device_sim_hostcall(buffer, service, mask, lanes, HC_WAVES_TIMEOUT_NS);
 }
 
 /* ---- argument checks ------------------------------------------------------ */
@@ -164,7 +162,7 @@ static void test_lane_handler_under_traffic(void) {
   lane_state_t state = {.buffers = buffers, .buffer_count = 2};
   DROPIN_REQUIRE_MSG(amdgpu_dropin_hostcall_register_lane_handler(SERVICE_LANE, NULL, lane_mix, &state) ==
                  AMDGPU_DROPIN_HOSTCALL_OK, "register");
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 2, 4, 200, 42, TIMEOUT_NS);
+  device_sim_waves_config_t config = device_sim_waves_config(buffers, 2, 4, 200, 42, HC_WAVES_TIMEOUT_NS);
   config.fill = fill_lane_service;
   config.check = check_lane_service;
   config.check_inactive_lanes = true;
@@ -286,7 +284,7 @@ static void test_packet_handler_scopes_and_failures(void) {
   DROPIN_REQUIRE_MSG(call_service(a, SERVICE_UNKNOWN, 0x80000001ull, 600, lanes) == DEVICE_SIM_OK, "unknown");
   DROPIN_CHECK_MSG(lanes[0][0] == ERROR_VALUE && lanes[31][0] == ERROR_VALUE && lanes[31][1] == 600 + 31 * 8 + 1,
            "unknown id answer");
-  DROPIN_CHECK_MSG(device_sim_fc_checked_call(a, ~0ull, 9, TIMEOUT_NS) == 0, "FUNCTION_CALL still served");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(a, ~0ull, 9, HC_WAVES_TIMEOUT_NS) == 0, "FUNCTION_CALL still served");
 
   /* Disabling B ends B's own registration. */
   hc_disable(b, NULL);
@@ -359,7 +357,7 @@ static void test_register_unregister_under_traffic(void) {
   void* buffers[2] = {hc_alloc_buffer(PACKETS), hc_alloc_buffer(PACKETS)};
   DROPIN_REQUIRE_MSG(hc_enable(buffers[0], PACKETS, NULL) && hc_enable(buffers[1], PACKETS, NULL),
              "enable");
-  device_sim_waves_config_t config = device_sim_waves_config(buffers, 2, 4, 0, 7, TIMEOUT_NS);
+  device_sim_waves_config_t config = device_sim_waves_config(buffers, 2, 4, 0, 7, HC_WAVES_TIMEOUT_NS);
   config.fill = fill_churn;
   config.check = check_churn;
   device_sim_waves_t* waves = device_sim_waves_start(&config);
@@ -618,7 +616,7 @@ static void test_fork_while_a_handler_runs(void) {
   DROPIN_REQUIRE_MSG(pthread_create(&wave, NULL, fork_wave, buffer) == 0, "wave thread");
   while (!atomic_load(&g_fork_inside)) sched_yield();
   hc_child_result_t r;
-  bool forked = hc_fork_child(child_unregister_after_fork, CHILD_TIMEOUT_MS, &r);
+  bool forked = hc_fork_child(child_unregister_after_fork, HC_CHILD_TIMEOUT_MS, &r);
   atomic_store(&g_fork_release, 1);
   pthread_join(wave, NULL);
   DROPIN_CHECK_MSG(forked && r.exited && r.exit_code == 0, "child: %s", hc_child_describe(&r));
@@ -640,20 +638,20 @@ static int child_sanitizer_default(void) {
   uint64_t address[64];
   for (int lane = 0; lane < 64; ++lane) address[lane] = 0x7000000000ull + 16u * (uint64_t)lane;
   if (device_sim_sanitizer_report(buffer, 0x8000000000000005ull, address, 0xabcdef, kWorkgroup, true,
-                                  false, 8, TIMEOUT_NS) != DEVICE_SIM_OK) {
+                                  false, 8, HC_WAVES_TIMEOUT_NS) != DEVICE_SIM_OK) {
     return 3;
   }
   /* Malformed: every word all-ones; an empty packet. */
   uint64_t lanes[64][8];
   memset(lanes, 0xFF, sizeof(lanes));
-  if (device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_SANITIZER, 1ull << 40, lanes, TIMEOUT_NS) !=
+  if (device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_SANITIZER, 1ull << 40, lanes, HC_WAVES_TIMEOUT_NS) !=
       DEVICE_SIM_OK) {
     return 4;
   }
-  if (device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_SANITIZER, 0, lanes, TIMEOUT_NS) != DEVICE_SIM_OK) {
+  if (device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_SANITIZER, 0, lanes, HC_WAVES_TIMEOUT_NS) != DEVICE_SIM_OK) {
     return 5;
   }
-  if (device_sim_fc_checked_call(buffer, ~0ull, 3, TIMEOUT_NS) != 0) return 6;
+  if (device_sim_fc_checked_call(buffer, ~0ull, 3, HC_WAVES_TIMEOUT_NS) != 0) return 6;
   hc_disable_and_free(buffer);
   return 0;
 }
@@ -661,16 +659,14 @@ static int child_sanitizer_default(void) {
 static void test_sanitizer_default(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=0", NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("sanitizer_default", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("sanitizer_default", env, HC_CHILD_TIMEOUT_MS, &r);
   DROPIN_CHECK_MSG(hc_contains(r.err, "write of 8 bytes, pc 0xabcdef, workgroup (3, 1, 2)"),
            "decoded report missing; stderr: %s", r.err);
   DROPIN_CHECK_MSG(hc_contains(r.err, "lane 63: address 0x00000070000003f0 id 63"), "lane 63; stderr: %s", r.err);
   DROPIN_CHECK_MSG(hc_contains(r.err, "lane  2: address 0x0000007000000020 id 2"), "lane 2; stderr: %s", r.err);
   DROPIN_CHECK_MSG(hc_contains(r.err, "lane 40: address 0xffffffffffffffff"), "malformed report; stderr: %s",
            r.err);
-  int headers = 0;
-  for (const char* p = r.err; (p = strstr(p, "address sanitizer report")) != NULL; ++p) headers++;
+  int headers = hc_count_occurrences(r.err, "address sanitizer report");
   DROPIN_CHECK_MSG(headers == 2, "%d reports printed (want 2: the empty packet prints nothing)", headers);
 }
 
@@ -699,7 +695,7 @@ static void test_sanitizer_hook(void) {
   address[1] = 0x1000;
   address[7] = 0x2000;
   DROPIN_REQUIRE_MSG(device_sim_sanitizer_report(buffer, 0x82, address, 0x4444, kWorkgroup, false, true, 2,
-                                         TIMEOUT_NS) == DEVICE_SIM_OK, "report");
+                                         HC_WAVES_TIMEOUT_NS) == DEVICE_SIM_OK, "report");
   DROPIN_CHECK_MSG(capture.packets == 1 && capture.mask == 0x82, "one whole packet: %d, %llx", capture.packets,
            (unsigned long long)capture.mask);
   uint64_t expect[8];
@@ -729,5 +725,5 @@ int main(int argc, char** argv) {
   HC_RUN(test_fork_while_a_handler_runs);
   HC_RUN(test_sanitizer_default);
   HC_RUN(test_sanitizer_hook);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -140,6 +140,18 @@ long hc_thread_sleeps(const char* comm) {
 }
 
 #ifndef HC_NO_HSA
+int hc_call_ok(void* buffer, uint64_t salt) {
+  return device_sim_fc_checked_call(buffer, ~0ull, salt, HC_CALL_TIMEOUT_NS);
+}
+
+int hc_run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, uint64_t timeout_ns,
+                 device_sim_waves_result_t* result) {
+  void* buffers[1] = {buffer};
+  device_sim_waves_config_t config = device_sim_waves_config(buffers, 1, waves, calls, seed, timeout_ns);
+  config.check_inactive_lanes = true;
+  return device_sim_run_waves(&config, result);
+}
+
 void hc_hsa_init(void) {
   hsa_status_t status = hsa_init();
   if (status != HSA_STATUS_SUCCESS) {
@@ -418,6 +430,12 @@ bool hc_contains(const char* text, const char* needle) {
     if (strncasecmp(p, needle, n) == 0) return true;
   }
   return false;
+}
+
+int hc_count_occurrences(const char* text, const char* needle) {
+  int count = 0;
+  for (const char* p = text; (p = strstr(p, needle)) != NULL; ++p) count++;
+  return count;
 }
 
 static bool line_has_token(const char* line, size_t len, const char* token) {

@@ -9,6 +9,9 @@
 #include <stdio.h>
 
 #include "dropin_check.h"
+#ifndef HC_NO_HSA
+#include "device_sim.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +31,25 @@ extern "C" {
 uint64_t hc_now_ms(void);
 uint64_t hc_now_us(void);
 void hc_sleep_ms(uint32_t ms);
+
+/* Hang detectors only (no test compares a figure with them): how long a
+ * test waits for one call (HC_CALL_TIMEOUT_NS), for one call among many
+ * waves (HC_WAVES_TIMEOUT_NS) and for a child process (HC_CHILD_TIMEOUT_MS). */
+#define HC_CALL_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
+#define HC_WAVES_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
+#define HC_CHILD_TIMEOUT_MS 20000u
+
+/* One FUNCTION_CALL from all 64 lanes of a wave on `buffer`, every answer
+ * checked (device_sim_fc_checked_call with `salt`), waiting at most
+ * HC_CALL_TIMEOUT_NS; 0 when it was served right, else a device_sim code. */
+int hc_call_ok(void* buffer, uint64_t salt);
+#ifndef HC_NO_HSA
+/* `waves` waves of `calls` calls each on `buffer` alone (the default
+ * FUNCTION_CALL traffic of device_sim_waves_config, `seed`, `timeout_ns` a
+ * call), writes to inactive lanes checked; device_sim_run_waves's code. */
+int hc_run_waves(void* buffer, uint32_t waves, uint32_t calls, uint64_t seed, uint64_t timeout_ns,
+                 device_sim_waves_result_t* result);
+#endif
 
 /* hsa_init with the simulator's defaults; aborts the test on failure. */
 void hc_hsa_init(void);
@@ -130,12 +152,22 @@ bool hc_spawn_child(const char* name, const char* const* env, uint32_t timeout_m
 bool hc_fork_child(hc_child_fn fn, uint32_t timeout_ms, hc_child_result_t* result);
 /* Describes a child result in one line (for failure messages). */
 const char* hc_child_describe(const hc_child_result_t* result);
+/* Runs child case `name` (hc_spawn_child into *result) and checks that it
+ * exited with 0; leaves the calling test (void) when it cannot start. */
+#define HC_CHILD_OK(name, env, timeout_ms, result)                                              \
+  do {                                                                                          \
+    DROPIN_REQUIRE_MSG(hc_spawn_child((name), (env), (timeout_ms), (result)), "spawn %s", (name)); \
+    DROPIN_CHECK_MSG((result)->exited && (result)->exit_code == 0, "child %s: %s", (name),         \
+                     hc_child_describe(result));                                                \
+  } while (0)
 
 /* Counts the lines of `text` that contain `needle` (case-insensitive) and the
  * decimal number `id` as a whole token. */
 int hc_count_lines_with_id(const char* text, const char* needle, uint64_t id);
 /* Case-insensitive substring search. */
 bool hc_contains(const char* text, const char* needle);
+/* Occurrences of `needle` in `text` (case-sensitive, overlapping ones too). */
+int hc_count_occurrences(const char* text, const char* needle);
 
 #ifdef __cplusplus
 }

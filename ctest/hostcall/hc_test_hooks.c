@@ -18,8 +18,6 @@
 #include "hc_test.h"
 #include "rochostcall.hpp"
 
-#define TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
-#define CHILD_TIMEOUT_MS 20000u
 #define HOOK_SERVICE AMDGPU_DROPIN_HOSTCALL_TEST_PANIC_SERVICE
 
 static int child_hook_service(void) {
@@ -35,7 +33,7 @@ static int child_hook_service(void) {
       for (uint32_t w = 0; w < 8; ++w) lanes[lane][w] = 42;
     }
     uint64_t mask = round == 0 ? ~0ull : 0x0F0Full << round;
-    int rc = device_sim_hostcall(buffers[round & 1], HOOK_SERVICE, mask, lanes, TIMEOUT_NS);
+    int rc = device_sim_hostcall(buffers[round & 1], HOOK_SERVICE, mask, lanes, HC_CALL_TIMEOUT_NS);
     DROPIN_CHECK_INTO(failures, rc == 0, "round %d: wave left spinning (%s)", round, device_sim_error_string(rc));
     for (uint32_t lane = 0; lane < 64 && rc == 0; ++lane) {
       uint64_t want = (mask & (1ull << lane)) ? AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE : 42;
@@ -44,16 +42,14 @@ static int child_hook_service(void) {
     }
     /* Both buffers are still served. */
     for (int b = 0; b < 2; ++b) {
-      DROPIN_CHECK_INTO(failures, device_sim_fc_checked_call(buffers[b], ~0ull, (uint64_t)round, TIMEOUT_NS) == 0,
+      DROPIN_CHECK_INTO(failures, device_sim_fc_checked_call(buffers[b], ~0ull, (uint64_t)round, HC_CALL_TIMEOUT_NS) == 0,
                      "buffer %d after round %d", b, round);
     }
   }
   /* Hook requests mixed into regular traffic. */
-  void* one[1] = {buffers[0]};
-  device_sim_waves_config_t config = device_sim_waves_config(one, 1, 4, 100, 3, TIMEOUT_NS);
-  config.check_inactive_lanes = true;
   device_sim_waves_result_t result;
-  DROPIN_CHECK_INTO(failures, device_sim_run_waves(&config, &result) == 0, "waves: %s", result.first_failure);
+  DROPIN_CHECK_INTO(failures, hc_run_waves(buffers[0], 4, 100, 3, HC_CALL_TIMEOUT_NS, &result) == 0, "waves: %s",
+                    result.first_failure);
   disableHostcalls(buffers[0], NULL);
   disableHostcalls(buffers[1], NULL);
   hc_free_buffer(buffers[0]);
@@ -64,8 +60,7 @@ static int child_hook_service(void) {
 static void test_hook_service(void) {
   static const char* const env[] = {"AMD_LOG_LEVEL=1", NULL};
   hc_child_result_t r;
-  DROPIN_REQUIRE_MSG(hc_spawn_child("hook_service", env, CHILD_TIMEOUT_MS, &r), "spawn");
-  DROPIN_CHECK_MSG(r.exited && r.exit_code == 0, "child %s", hc_child_describe(&r));
+  HC_CHILD_OK("hook_service", env, HC_CHILD_TIMEOUT_MS, &r);
   int panicked = hc_count_lines_with_id(r.err, "panicked", HOOK_SERVICE);
   int unknown = hc_count_lines_with_id(r.err, "unknown service id", HOOK_SERVICE);
 #ifdef HC_TEST_HOOKS
@@ -83,5 +78,5 @@ int main(int argc, char** argv) {
   };
   hc_child_main(argc, argv, cases);
   HC_RUN(test_hook_service);
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

@@ -133,6 +133,5 @@ int main(void) {
   DROPIN_CHECK(leaked.pool_allocations == 3);
   DROPIN_CHECK(live_blocks() == 0);
   DROPIN_CHECK(hsa_amd_memory_pool_free(left[0]) == HSA_STATUS_ERROR_NOT_INITIALIZED);
-  printf("%s\n", dropin_failures == 0 ? "hsa_sim_pool_selftest: OK" : "hsa_sim_pool_selftest: FAILED");
-  return dropin_failures == 0 ? 0 : 1;
+  return dropin_check_exit_code();
 }

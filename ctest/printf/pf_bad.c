@@ -33,18 +33,14 @@ static void check_printing_works(const char* tag) {
   pf_arg_t args[] = {pf_str(tag), pf_i32(42)};
   DROPIN_CHECK_MSG(pf_encode(&m, PF_PER_ARGUMENT, 0, "still ok: %s %d\n", args, 2), "encode");
   uint64_t result = 0;
-  pf_capture_begin();
-  int rc = pf_send(buffer, &m, &result);
-  char *out, *err;
-  size_t out_len, err_len;
-  pf_capture_end(&out, &out_len, &err, &err_len);
+  pf_output_t o;
+  int rc = pf_send_captured(buffer, &m, &result, &o);
   char want[128];
   int n = snprintf(want, sizeof(want), "still ok: %s %d\n", tag, 42);
   DROPIN_CHECK_MSG(rc == 0 && result == (uint64_t)n, "%s: rc %d result %lld", tag, rc, (long long)result);
-  DROPIN_CHECK_MSG(out_len == (size_t)n && memcmp(out, want, out_len) == 0, "%s: printed '%s'", tag, out);
-  DROPIN_CHECK_MSG(err_len == 0, "%s: stderr '%s'", tag, err);
-  free(out);
-  free(err);
+  DROPIN_CHECK_MSG(o.out_len == (size_t)n && memcmp(o.out, want, o.out_len) == 0, "%s: printed '%s'", tag, o.out);
+  DROPIN_CHECK_MSG(o.err_len == 0, "%s: stderr '%s'", tag, o.err);
+  pf_output_free(&o);
 }
 
 /* Sends raw message words (BEGIN...END, up to 7 per packet) from lane 0
@@ -53,15 +49,11 @@ static uint64_t send_words_expect_silence(const uint64_t* words, size_t count, c
   static pf_message_t m;
   DROPIN_CHECK_MSG(pf_encode_words(&m, words, count), "%s: encode", what);
   uint64_t result = 0;
-  pf_capture_begin();
-  int rc = pf_send(buffer, &m, &result);
-  char *out, *err;
-  size_t out_len, err_len;
-  pf_capture_end(&out, &out_len, &err, &err_len);
+  pf_output_t o;
+  int rc = pf_send_captured(buffer, &m, &result, &o);
   DROPIN_CHECK_MSG(rc == 0, "%s: send %d", what, rc);
-  DROPIN_CHECK_MSG(out_len == 0 && err_len == 0, "%s: printed %zu+%zu bytes", what, out_len, err_len);
-  free(out);
-  free(err);
+  DROPIN_CHECK_MSG(o.out_len == 0 && o.err_len == 0, "%s: printed %zu+%zu bytes", what, o.out_len, o.err_len);
+  pf_output_free(&o);
   return result;
 }
 
@@ -186,16 +178,12 @@ static void test_message_cap(void) {
   static pf_message_t m;
   DROPIN_CHECK_MSG(pf_encode_words(&m, words, 8192), "encode");
   uint64_t result = 0;
-  pf_capture_begin();
-  int rc = pf_send(buffer, &m, &result);
-  char *out, *err;
-  size_t out_len, err_len;
-  pf_capture_end(&out, &out_len, &err, &err_len);
+  pf_output_t o;
+  int rc = pf_send_captured(buffer, &m, &result, &o);
   size_t want = 8190 * 8 + 2;
-  DROPIN_CHECK_MSG(rc == 0 && result == want && out_len == want, "at cap: result %lld, %zu bytes",
-           (long long)result, out_len);
-  free(out);
-  free(err);
+  DROPIN_CHECK_MSG(rc == 0 && result == want && o.out_len == want, "at cap: result %lld, %zu bytes",
+           (long long)result, o.out_len);
+  pf_output_free(&o);
   free(words);
   check_printing_works("cap");
 }
@@ -316,6 +304,5 @@ int main(void) {
   HC_RUN(test_abandoned_messages_are_bounded);
   HC_RUN(test_disable_forgets_messages);
   pf_teardown(buffer);
-  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
-  return dropin_failures ? 1 : 0;
+  return dropin_check_exit_code();
 }

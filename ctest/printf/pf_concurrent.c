@@ -193,6 +193,5 @@ int main(void) {
   disableHostcalls(buffers[1], (const void*)0x6160);
   free(buffers[1]);
   pf_teardown(buffers[0]);
-  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
-  return dropin_failures ? 1 : 0;
+  return dropin_check_exit_code();
 }

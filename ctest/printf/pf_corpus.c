@@ -238,17 +238,13 @@ static void test_special_cases(void) {
     uint64_t result = 0;
     DROPIN_CHECK_MSG(pf_encode(&message, PF_PER_ARGUMENT, 0, special[i].format, special[i].args, special[i].n),
              "encode");
-    pf_capture_begin();
-    int rc = pf_send(buffer, &message, &result);
-    char *out, *err;
-    size_t out_len, err_len;
-    pf_capture_end(&out, &out_len, &err, &err_len);
+    pf_output_t o;
+    int rc = pf_send_captured(buffer, &message, &result, &o);
     DROPIN_CHECK_MSG(rc == 0, "send %d", rc);
-    DROPIN_CHECK_MSG(out_len == strlen(special[i].want) && memcmp(out, special[i].want, out_len) == 0,
-             "special %zu (%s): got %zu bytes '%s'", i, special[i].format, out_len, out);
+    DROPIN_CHECK_MSG(o.out_len == strlen(special[i].want) && memcmp(o.out, special[i].want, o.out_len) == 0,
+             "special %zu (%s): got %zu bytes '%s'", i, special[i].format, o.out_len, o.out);
     DROPIN_CHECK_MSG(result == strlen(special[i].want), "special %zu: return %llu", i, (unsigned long long)result);
-    free(out);
-    free(err);
+    pf_output_free(&o);
   }
 }
 
@@ -278,6 +274,5 @@ int main(void) {
   HC_RUN(test_special_cases);
   pf_teardown(buffer);
   free(all_expected);
-  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
-  return dropin_failures ? 1 : 0;
+  return dropin_check_exit_code();
 }

@@ -283,6 +283,18 @@ void pf_capture_end(char** out, size_t* out_len, char** err, size_t* err_len) {
   fclose(capture_file[1]);
 }
 
+int pf_send_captured(void* buffer, pf_message_t* message, uint64_t* result, pf_output_t* output) {
+  pf_capture_begin();
+  int rc = pf_send(buffer, message, result);
+  pf_capture_end(&output->out, &output->out_len, &output->err, &output->err_len);
+  return rc;
+}
+
+void pf_output_free(pf_output_t* output) {
+  free(output->out);
+  free(output->err);
+}
+
 void pf_print_escaped(FILE* f, const char* s, size_t n) {
   fputc('"', f);
   for (size_t i = 0; i < n; ++i) {

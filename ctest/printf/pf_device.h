@@ -105,6 +105,16 @@ void pf_teardown(void* buffer);
  * which returns their contents (malloc'ed, NUL-terminated; sizes in *len). */
 void pf_capture_begin(void);
 void pf_capture_end(char** out, size_t* out_len, char** err, size_t* err_len);
+/* What one captured send printed (malloc'ed, NUL-terminated). */
+typedef struct pf_output {
+  char* out;
+  size_t out_len;
+  char* err;
+  size_t err_len;
+} pf_output_t;
+/* pf_send with fds 1 and 2 captured into *output (pf_output_free frees it). */
+int pf_send_captured(void* buffer, pf_message_t* message, uint64_t* result, pf_output_t* output);
+void pf_output_free(pf_output_t* output);
 
 /* Prints a byte string escaped (for failure messages). */
 void pf_print_escaped(FILE* f, const char* s, size_t n);

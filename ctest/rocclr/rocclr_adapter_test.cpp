@@ -4,7 +4,12 @@
 //   STANDIN_ROCCLR_2026     the 2026 tree (hostcall-memory tracking, aligned Buffer)
 //   USE_NEW_HOSTCALL_IMPL   the phase-bit layout (4-argument enableHostcalls)
 //   AMDGPU_DROPIN_ROCCLR_TEST_ASAN_ROUTE  SANITIZER through handleSanitizerService
+//   STANDIN_ROCCLR_RPC      an RPC tree (enableRpc in devhostcall.hpp, devrpc.hpp);
+//                           STANDIN_ROCCLR_RPC_SINGLE its 22d8a787 form
 #include "standin/standin_rocclr.hpp"
+#if defined(STANDIN_ROCCLR_RPC)
+#include "standin_rpc/device/devrpc.hpp"
+#endif
 
 #include <atomic>
 #include <cstdio>
@@ -12,6 +17,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -437,6 +443,61 @@ void test_exit_in_use() {
   DROPIN_CHECK_MSG(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
 }
 
+// Child: stdout is the file $ROCCLR_TEST_STDOUT, fully buffered, as a
+// redirected stdout is. Host lines are printed without a flush, each followed
+// by a device printf; the child ends with _exit, which flushes nothing.
+int child_printf_order() {
+  const char* path = std::getenv("ROCCLR_TEST_STDOUT");
+  if (path == nullptr || std::freopen(path, "w", stdout) == nullptr) return 30;
+  static char stdoutBuffer[1 << 16];
+  if (std::setvbuf(stdout, stdoutBuffer, _IOFBF, sizeof(stdoutBuffer)) != 0) return 31;
+  hc_hsa_init();
+  static amd::Device* dev = new amd::Device(0);
+  HostcallBuffer b = allocBuffer(*dev);
+  if (!enable(*dev, b)) return 32;
+  static pf_message_t message;
+  for (int i = 0; i < 3; ++i) {
+    std::printf("host %d\n", i);
+    pf_arg_t args[1] = {pf_i32(i)};
+    if (!pf_encode(&message, PF_PER_ARGUMENT, 0, "device %d\n", args, 1)) return 33;
+    uint64_t result = 0;
+    if (pf_send(b.memory, &message, &result) != 0 || result != 9) return 34;
+  }
+  // Still in stdio's buffer at _exit: lost, as any unflushed host output.
+  std::printf("host unflushed\n");
+  _exit(0);
+}
+
+// Device printf goes through the C stream: in order with the host's earlier,
+// still buffered stdout output, and out before _exit (ROCclr's own listener
+// printed with vfprintf into stdout; a write to fd 1 would land before the
+// buffered host lines, which _exit then drops).
+void test_printf_order_with_host_stdio() {
+  const char* dir = std::getenv("TMPDIR");
+  std::string pattern = std::string(dir != nullptr && *dir != '\0' ? dir : P_tmpdir) + "/rocclr_printf_order_XXXXXX";
+  std::vector<char> path(pattern.begin(), pattern.end());
+  path.push_back('\0');
+  int fd = mkstemp(path.data());
+  DROPIN_REQUIRE_MSG(fd >= 0, "mkstemp");
+  close(fd);
+  std::string env = std::string("ROCCLR_TEST_STDOUT=") + path.data();
+  const char* envs[] = {env.c_str(), nullptr};
+  hc_child_result_t result;
+  bool spawned = hc_spawn_child("printf_order", envs, 30000, &result);
+  std::string text;
+  if (FILE* f = std::fopen(path.data(), "r")) {
+    char chunk[256];
+    size_t n;
+    while ((n = std::fread(chunk, 1, sizeof(chunk), f)) > 0) text.append(chunk, n);
+    std::fclose(f);
+  }
+  unlink(path.data());
+  DROPIN_REQUIRE_MSG(spawned, "spawn");
+  DROPIN_CHECK_MSG(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
+  const char* expected = "host 0\ndevice 0\nhost 1\ndevice 1\nhost 2\ndevice 2\n";
+  DROPIN_CHECK_MSG(text == expected, "stdout of the child:\n%s(expected:\n%s)", text.c_str(), expected);
+}
+
 // Parent enabled with traffic; the forked child uses the adapter on its own.
 int child_after_fork() {
   amd::Device dev(5);
@@ -714,7 +775,239 @@ void test_plain_thread_entries() {
   freeBuffer(b);
 }
 
-const hc_child_case_t kChildren[] = {{"exit_in_use", child_exit_in_use}, {nullptr, nullptr}};
+#if defined(STANDIN_ROCCLR_RPC)
+// ---- RPC buffers (the trees whose devhostcall.hpp declares enableRpc) -----
+
+namespace rpc = amd::standin::rpc;
+constexpr uint32_t kRpcPorts = 4;
+
+void* allocRpcBuffer(uint32_t ports = kRpcPorts) {
+  void* buffer = nullptr;
+  size_t size = amd::getRpcBufferSize(64, ports);
+  if (posix_memalign(&buffer, 4096, size) != 0) return nullptr;
+  std::memset(buffer, 0, size);
+  return buffer;
+}
+
+// FUNCTION_CALL's host function: sum and xor of the 7 inputs.
+extern "C" void rpcSumXor(uint64_t* out, const uint64_t* in) {
+  out[0] = 0;
+  out[1] = 0;
+  for (int i = 0; i < 7; ++i) {
+    out[0] += in[i];
+    out[1] ^= in[i];
+  }
+}
+
+bool rpcFunctionCall(void* buffer, uint64_t salt) {
+  uint64_t words[8] = {reinterpret_cast<uintptr_t>(&rpcSumXor), salt, 1, 2, 3, 4, 5, 6};
+  if (rpc::call(buffer, kRpcPorts, ROCM_HOSTCALL_FUNCTION, words, kTimeoutNs) != 0) return false;
+  return words[0] == salt + 21 && words[1] == (salt ^ 1 ^ 2 ^ 3 ^ 4 ^ 5 ^ 6);
+}
+
+void waitListenersAsleep() {
+  for (int tries = 0; tries < 1000 && !hc_listeners_asleep(); ++tries) usleep(1000);
+}
+
+void test_rpc_round_trip() {
+  amd::Device dev(0);
+  void* buffer = allocRpcBuffer();
+  DROPIN_REQUIRE_MSG(buffer != nullptr, "allocate");
+  long violations0 = amd::standin::violations();
+  int threads0 = hc_thread_count();
+  DROPIN_REQUIRE_MSG(amd::enableRpc(dev, buffer, kRpcPorts), "enableRpc");
+  DROPIN_CHECK_MSG(hc_thread_count() == threads0 + 1, "no listener thread for the RPC buffer alone");
+  DROPIN_CHECK_MSG(rpc::doorbell(buffer) != 0, "initRpcDoorbell was not called with the listener's doorbell");
+  int served = 0;
+  for (uint64_t i = 0; i < 64; ++i) served += rpcFunctionCall(buffer, i * 1000) ? 1 : 0;
+  DROPIN_CHECK_MSG(served == 64, "%d of 64 RPC function calls answered right", served);
+
+  // PRINTF goes to ROCclr's MessageHandler, through devrpc.cpp.
+  long printf0 = rpc::printf_payloads();
+  uint64_t words[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  DROPIN_CHECK_MSG(rpc::call(buffer, kRpcPorts, ROCM_HOSTCALL_PRINTF, words, kTimeoutNs) == 0, "printf request");
+  DROPIN_CHECK_MSG(rpc::printf_payloads() == printf0 + 1, "printf payloads %ld, expected %ld", rpc::printf_payloads(),
+                   printf0 + 1);
+
+  // A hostcall buffer beside it: one listener serves both.
+  HostcallBuffer b = allocBuffer(dev);
+  DROPIN_REQUIRE_MSG(enable(dev, b), "enable a hostcall buffer too");
+  DROPIN_CHECK_MSG(device_sim_fc_checked_call(b.memory, 0xff, 3, kTimeoutNs) == 0, "hostcall function call");
+  DROPIN_CHECK_MSG(rpcFunctionCall(buffer, 77), "RPC call beside a hostcall buffer");
+  amd::disableHostcalls(b.memory);
+  freeBuffer(b);
+  DROPIN_CHECK_MSG(rpcFunctionCall(buffer, 78), "RPC call after the hostcall buffer is gone");
+
+  // flushRpc serves what is posted, on the caller's thread, without a ring.
+  waitListenersAsleep();
+  uint64_t quiet[8] = {reinterpret_cast<uintptr_t>(&rpcSumXor), 100, 0, 0, 0, 0, 0, 0};
+  int port = rpc::post(buffer, kRpcPorts, ROCM_HOSTCALL_FUNCTION, quiet);
+  DROPIN_REQUIRE_MSG(port >= 0, "post");
+  long flushes0 = rpc::flush_calls(buffer);
+  amd::flushRpc(buffer);
+  DROPIN_CHECK_MSG(rpc::flush_calls(buffer) == flushes0 + 1, "flushRpc did not call flushRpcBuffer");
+  DROPIN_CHECK_MSG(rpc::answered(buffer, port), "flushRpc returned with the posted request unanswered");
+  DROPIN_CHECK(rpc::wait(buffer, port, quiet, kTimeoutNs) == 0 && quiet[0] == 100);
+
+  // After disableRpc the buffer is never polled again.
+  amd::disableRpc(buffer);
+  long polls = rpc::process_calls(buffer) + rpc::flush_calls(buffer);
+  uint64_t late[8] = {reinterpret_cast<uintptr_t>(&rpcSumXor), 5, 0, 0, 0, 0, 0, 0};
+  port = rpc::post(buffer, kRpcPorts, ROCM_HOSTCALL_FUNCTION, late);
+  rpc::ring(buffer);
+  DROPIN_CHECK_MSG(hc_wait_thread_count(threads0, 5000) == threads0, "the listener did not stop after the last disable");
+  DROPIN_CHECK_MSG(!rpc::answered(buffer, port), "a request posted after disableRpc was answered");
+  DROPIN_CHECK_MSG(rpc::process_calls(buffer) + rpc::flush_calls(buffer) == polls, "the buffer was polled after disableRpc");
+  std::free(buffer);
+  DROPIN_CHECK_MSG(amd::standin::violations() == violations0, "%ld stand-in violations",
+                   amd::standin::violations() - violations0);
+}
+
+// Several requests posted before one ring: all are served (the 22d8a787
+// tree's processRpcBuffer serves one per call).
+void test_rpc_burst() {
+  amd::Device dev(0);
+  void* buffer = allocRpcBuffer();
+  DROPIN_REQUIRE_MSG(buffer != nullptr && amd::enableRpc(dev, buffer, kRpcPorts), "enableRpc");
+  for (int round = 0; round < 20; ++round) {
+    uint64_t words[kRpcPorts][8];
+    int ports[kRpcPorts];
+    for (uint32_t i = 0; i < kRpcPorts; ++i) {
+      uint64_t init[8] = {reinterpret_cast<uintptr_t>(&rpcSumXor), uint64_t(round * 10 + i), 0, 0, 0, 0, 0, 0};
+      std::memcpy(words[i], init, sizeof(init));
+      ports[i] = rpc::post(buffer, kRpcPorts, ROCM_HOSTCALL_FUNCTION, words[i]);
+    }
+    rpc::ring(buffer);
+    for (uint32_t i = 0; i < kRpcPorts; ++i) {
+      DROPIN_CHECK_MSG(ports[i] >= 0 && rpc::wait(buffer, ports[i], words[i], kTimeoutNs) == 0 &&
+                           words[i][0] == uint64_t(round * 10 + i),
+                       "round %d, request %u not answered", round, i);
+    }
+  }
+  amd::disableRpc(buffer);
+  std::free(buffer);
+}
+
+void test_rpc_failures() {
+  amd::Device dev(0);
+  void* buffer = allocRpcBuffer();
+  DROPIN_REQUIRE_MSG(buffer != nullptr, "allocate");
+  amd::standin::log_clear();
+  DROPIN_CHECK_MSG(!amd::enableRpc(dev, nullptr, kRpcPorts), "a null buffer was enabled");
+  DROPIN_CHECK_MSG(!amd::enableRpc(dev, buffer, 0), "zero ports were enabled");
+  DROPIN_CHECK_MSG(!amd::enableRpc(dev, buffer, static_cast<uint32_t>(amd::kMaxRpcPortCount) + 1),
+                   "more than kMaxRpcPortCount ports were enabled");
+  DROPIN_REQUIRE_MSG(amd::enableRpc(dev, buffer, kRpcPorts), "enableRpc");
+  DROPIN_CHECK_MSG(!amd::enableRpc(dev, buffer, kRpcPorts), "a buffer was enabled twice");
+  DROPIN_CHECK_MSG(rpcFunctionCall(buffer, 9), "the first registration stopped serving");
+  int unknown = 0;
+  amd::flushRpc(&unknown);
+  amd::disableRpc(&unknown);
+  DROPIN_CHECK_MSG(amd::standin::log_count("is not registered") == 2, "flush/disable of an unknown buffer: %zu logs",
+                   amd::standin::log_count("is not registered"));
+  amd::disableRpc(buffer);
+  amd::disableRpc(buffer);
+  DROPIN_CHECK_MSG(amd::standin::log_count("is not registered") == 3, "second disable was not refused");
+  std::free(buffer);
+}
+
+// disableRpc waits for a poll in progress: the request's host function
+// blocks until released and records, when it ends, whether disableRpc had
+// already returned.
+std::atomic<int> rpcBlocked{0}, rpcRelease{0}, rpcDisabled{0}, rpcDisabledSeen{-1};
+extern "C" void rpcBlockingCall(uint64_t* out, const uint64_t* in) {
+  (void)in;
+  rpcBlocked = 1;
+  while (!rpcRelease) std::this_thread::yield();
+  rpcDisabledSeen = rpcDisabled.load();
+  out[0] = 42;
+  out[1] = 0;
+}
+
+void test_rpc_disable_waits_for_a_poll() {
+  amd::Device dev(0);
+  void* buffer = allocRpcBuffer();
+  DROPIN_REQUIRE_MSG(buffer != nullptr && amd::enableRpc(dev, buffer, kRpcPorts), "enableRpc");
+  // A hostcall buffer keeps the listener running: disableRpc must wait for
+  // the poll itself, not for the listener to stop.
+  HostcallBuffer keep = allocBuffer(dev);
+  DROPIN_REQUIRE_MSG(enable(dev, keep), "enable a hostcall buffer");
+  rpcBlocked = 0;
+  rpcRelease = 0;
+  rpcDisabled = 0;
+  rpcDisabledSeen = -1;
+  uint64_t words[8] = {reinterpret_cast<uintptr_t>(&rpcBlockingCall), 0, 0, 0, 0, 0, 0, 0};
+  int port = rpc::post(buffer, kRpcPorts, ROCM_HOSTCALL_FUNCTION, words);
+  rpc::ring(buffer);
+  while (!rpcBlocked) std::this_thread::yield();
+  std::thread disabler([buffer] {
+    amd::disableRpc(buffer);
+    rpcDisabled = 1;
+  });
+  for (int i = 0; i < 20000 && !rpcDisabled; ++i) std::this_thread::yield();
+  DROPIN_CHECK_MSG(!rpcDisabled, "disableRpc returned while a poll of the buffer was running");
+  rpcRelease = 1;
+  disabler.join();
+  DROPIN_CHECK_MSG(rpcDisabledSeen == 0, "the poll ended after disableRpc returned (%d)", rpcDisabledSeen.load());
+  DROPIN_CHECK(port >= 0 && rpc::answered(buffer, port));
+  amd::disableHostcalls(keep.memory);
+  freeBuffer(keep);
+  std::free(buffer);
+}
+
+// Idle, the listener sleeps: a few polls in 300 ms (its idle wait grows to
+// IDLE_WAIT_MAX_MS), not thousands.
+void test_rpc_idle_listener_sleeps() {
+  amd::Device dev(0);
+  void* buffer = allocRpcBuffer();
+  DROPIN_REQUIRE_MSG(buffer != nullptr && amd::enableRpc(dev, buffer, kRpcPorts), "enableRpc");
+  DROPIN_CHECK(rpcFunctionCall(buffer, 1));
+  waitListenersAsleep();
+  long before = rpc::process_calls(buffer) + rpc::flush_calls(buffer);
+  hc_sleep_ms(300);
+  long polls = rpc::process_calls(buffer) + rpc::flush_calls(buffer) - before;
+  DROPIN_CHECK_MSG(polls <= 8, "%ld polls of an idle RPC buffer in 300 ms", polls);
+  // A ring still wakes it.
+  DROPIN_CHECK_MSG(rpcFunctionCall(buffer, 2), "a ring after the idle time was not served");
+  amd::disableRpc(buffer);
+  std::free(buffer);
+}
+
+// The forked child enables an RPC buffer of its own (the parent's record is
+// not the child's).
+int child_rpc_after_fork(void* parentBuffer) {
+  amd::Device dev(6);
+  if (!amd::enableRpc(dev, parentBuffer, kRpcPorts)) return 40;
+  if (!rpcFunctionCall(parentBuffer, 3)) return 41;
+  amd::disableRpc(parentBuffer);
+  return amd::standin::violations() == 0 ? 0 : 42;
+}
+void* rpcForkBuffer = nullptr;
+int child_rpc_fork() { return child_rpc_after_fork(rpcForkBuffer); }
+
+void test_rpc_fork() {
+#if defined(__SANITIZE_THREAD__)
+  printf("skip %s: TSan does not support threads in a forked child\n", __func__);
+  return;
+#endif
+  amd::Device dev(0);
+  rpcForkBuffer = allocRpcBuffer();
+  DROPIN_REQUIRE_MSG(rpcForkBuffer != nullptr && amd::enableRpc(dev, rpcForkBuffer, kRpcPorts), "enableRpc");
+  DROPIN_CHECK(rpcFunctionCall(rpcForkBuffer, 4));
+  waitListenersAsleep();
+  hc_child_result_t result;
+  bool forked = hc_fork_child(child_rpc_fork, 30000, &result);
+  DROPIN_CHECK_MSG(forked && result.exited && result.exit_code == 0, "child: %s",
+                   forked ? hc_child_describe(&result) : "did not start");
+  DROPIN_CHECK_MSG(rpcFunctionCall(rpcForkBuffer, 5), "the parent's RPC buffer stopped after the fork");
+  amd::disableRpc(rpcForkBuffer);
+  std::free(rpcForkBuffer);
+  rpcForkBuffer = nullptr;
+}
+#endif  // STANDIN_ROCCLR_RPC
+
+const hc_child_case_t kChildren[] = {
+    {"exit_in_use", child_exit_in_use}, {"printf_order", child_printf_order}, {nullptr, nullptr}};
 
 }  // namespace
 
@@ -727,6 +1020,7 @@ int main(int argc, char** argv) {
          kAsanRoute ? "to handleSanitizerService" : "to the library's default");
   HC_RUN(test_sizes);
   HC_RUN(test_function_call_and_printf);
+  HC_RUN(test_printf_order_with_host_stdio);
   HC_RUN(test_devmem);
   HC_RUN(test_devmem_failures);
   HC_RUN(test_sanitizer);
@@ -738,6 +1032,14 @@ int main(int argc, char** argv) {
   HC_RUN(test_fork_during_devmem);
   HC_RUN(test_library_threads);
   HC_RUN(test_plain_thread_entries);
+#if defined(STANDIN_ROCCLR_RPC)
+  HC_RUN(test_rpc_round_trip);
+  HC_RUN(test_rpc_burst);
+  HC_RUN(test_rpc_failures);
+  HC_RUN(test_rpc_disable_waits_for_a_poll);
+  HC_RUN(test_rpc_idle_listener_sleeps);
+  HC_RUN(test_rpc_fork);
+#endif
   DROPIN_CHECK_MSG(amd::standin::violations() == 0, "%ld stand-in ROCclr contract violations", amd::standin::violations());
   printf("%s\n", dropin_failures == 0 ? "PASS" : "FAIL");
   return dropin_failures == 0 ? 0 : 1;

@@ -902,6 +902,23 @@ static void test_messages(void) {
 // Bad input
 //===----------------------------------------------------------------------===//
 
+// The ringbuffer initializers as the bad-input cases call them, on the `gpu`
+// and `pool` of the calling test (test_bad_input and
+// test_statuses_outlive_the_call).
+#define INIT(libhsa, type, cap, count, descs, out)                        \
+  iree_hal_amdgpu_vmem_ringbuffer_initialize((libhsa), gpu, pool, (type), \
+                                             (cap), (count), (descs), (out))
+#define INIT_TOPO(libhsa, type, topo, mode, out)                        \
+  iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(             \
+      (libhsa), gpu, pool, (type), 4096, (topo), (mode), (out))
+#define DEFAULT_TYPE IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT
+
+// An out pointer 4 bytes into `storage` (3 words): misaligned for a pool
+// handle, inside memory the test owns.
+static hsa_amd_memory_pool_t* misaligned_pool_out(uint64_t storage[3]) {
+  return (hsa_amd_memory_pool_t*)(void*)((char*)storage + 4);
+}
+
 static void test_bad_input(void) {
   hsa_agent_t gpu = g_gpu_agents[0];
   hsa_amd_memory_pool_t pool = {0xDEAD};
@@ -915,8 +932,7 @@ static void test_bad_input(void) {
   DROPIN_REQUIRE(!iree_hal_amdgpu_try_find_coarse_global_memory_pool(&g_libhsa, gpu, NULL));
   // Misaligned out pointer: rejected, nothing written.
   uint64_t storage[3] = {0, 0, 0};
-  hsa_amd_memory_pool_t* misaligned =
-      (hsa_amd_memory_pool_t*)(void*)((char*)storage + 4);
+  hsa_amd_memory_pool_t* misaligned = misaligned_pool_out(storage);
   CHECK_STATUS(
       iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, misaligned),
       IREE_STATUS_INVALID_ARGUMENT, "misaligned");
@@ -924,10 +940,6 @@ static void test_bad_input(void) {
   CHECK_OK(iree_hal_amdgpu_find_coarse_global_memory_pool(&g_libhsa, gpu, &pool));
   iree_hal_amdgpu_vmem_ringbuffer_t rb;
   const hsa_amd_memory_access_desc_t desc = {HSA_ACCESS_PERMISSION_RW, gpu};
-#define INIT(libhsa, type, cap, count, descs, out)                        \
-  iree_hal_amdgpu_vmem_ringbuffer_initialize((libhsa), gpu, pool, (type), \
-                                             (cap), (count), (descs), (out))
-#define DEFAULT_TYPE IREE_HAL_AMDGPU_VMEM_MEMORY_TYPE_DEFAULT
   CHECK_STATUS(INIT(&g_libhsa, DEFAULT_TYPE, 1, 1, &desc, NULL),
                IREE_STATUS_INVALID_ARGUMENT, "out_ringbuffer");
   memset(&rb, 0xEE, sizeof(rb));
@@ -968,11 +980,7 @@ static void test_bad_input(void) {
   memcpy(&bad_type, &raw, sizeof(raw));
   CHECK_STATUS(INIT(&g_libhsa, bad_type, 1, 1, &desc, &rb),
                IREE_STATUS_INVALID_ARGUMENT, "unsupported vmem memory type: -1");
-#undef INIT
 
-#define INIT_TOPO(libhsa, type, topo, mode, out)                        \
-  iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(             \
-      (libhsa), gpu, pool, (type), 4096, (topo), (mode), (out))
   const uint32_t bad_modes[] = {4, 0x7FFFFFFFu, 0xFFFFFFFFu};
   for (size_t i = 0; i < 3; ++i) {
     iree_hal_amdgpu_vmem_access_mode_t mode;
@@ -1016,8 +1024,6 @@ static void test_bad_input(void) {
   CHECK_STATUS(INIT_TOPO(&g_libhsa, DEFAULT_TYPE, &bad,
                          IREE_HAL_AMDGPU_ACCESS_MODE_SHARED, &rb),
                IREE_STATUS_INVALID_ARGUMENT, "access descriptor");
-#undef INIT_TOPO
-#undef DEFAULT_TYPE
   DROPIN_REQUIRE(is_zero(&rb, sizeof(rb)));
   // Deinitialize: NULLs and a corrupt struct are refused without a crash.
   iree_hal_amdgpu_vmem_ringbuffer_deinitialize(NULL, NULL);
@@ -1390,8 +1396,7 @@ static void test_statuses_outlive_the_call(void) {
   static iree_hal_amdgpu_libhsa_t zero_table;
   memset(&zero_table, 0, sizeof(zero_table));
   uint64_t storage[3] = {0, 0, 0};
-  hsa_amd_memory_pool_t* misaligned =
-      (hsa_amd_memory_pool_t*)(void*)((char*)storage + 4);
+  hsa_amd_memory_pool_t* misaligned = misaligned_pool_out(storage);
   hsa_amd_memory_pool_t out_pool;
   iree_hal_amdgpu_vmem_ringbuffer_t rb;
 
@@ -1417,9 +1422,6 @@ static void test_statuses_outlive_the_call(void) {
        IREE_STATUS_FAILED_PRECONDITION, "not initialized");
 
   // Explicit descriptors.
-#define INIT(libhsa, type, cap, count, descs, out)                        \
-  iree_hal_amdgpu_vmem_ringbuffer_initialize((libhsa), gpu, pool, (type), \
-                                             (cap), (count), (descs), (out))
   KEEP(INIT(&g_libhsa, type, 1, 1, &desc, NULL), IREE_STATUS_INVALID_ARGUMENT,
        "out_ringbuffer");
   KEEP(INIT(NULL, type, 1, 1, &desc, &rb), IREE_STATUS_INVALID_ARGUMENT,
@@ -1441,12 +1443,8 @@ static void test_statuses_outlive_the_call(void) {
   memcpy(&bad_type, &raw, sizeof(raw));
   KEEP(INIT(&g_libhsa, bad_type, 1, 1, &desc, &rb),
        IREE_STATUS_INVALID_ARGUMENT, "unsupported vmem memory type: 7");
-#undef INIT
 
   // Topology-derived descriptors.
-#define INIT_TOPO(libhsa, type, topo, mode, out)                        \
-  iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology(             \
-      (libhsa), gpu, pool, (type), 4096, (topo), (mode), (out))
   iree_hal_amdgpu_vmem_access_mode_t bad_mode;
   raw = 4;
   memcpy(&bad_mode, &raw, sizeof(raw));
@@ -1542,7 +1540,6 @@ static void test_statuses_outlive_the_call(void) {
          IREE_STATUS_INVALID_ARGUMENT, "RUNTIME_ALLOC_REC_GRANULE");
   }
 #endif
-#undef INIT_TOPO
   format_kept_statuses();
 }
 
@@ -1611,5 +1608,5 @@ int main(int argc, char** argv) {
     fprintf(stderr, "no test case named %s\n", only);
     return 1;
   }
-  return dropin_failures ? 1 : 0;
+  return dropin_check_exit_code();
 }

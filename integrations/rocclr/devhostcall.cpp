@@ -3,7 +3,8 @@
 // A ROCclr build compiles this file instead of its own devhostcall.cpp (see
 // README.md beside it). It defines the four amd:: functions ROCclr's
 // device/devhostcall.hpp declares, over amdgpu-dropin's C API: the library's
-// listener serves FUNCTION_CALL and PRINTF; DEVMEM and SANITIZER are served
+// listener serves FUNCTION_CALL and PRINTF (its output through C stdio, as
+// ROCclr printed it, by a printf sink); DEVMEM and SANITIZER are served
 // here, per buffer, through ROCclr's own objects (amd::Buffer, amd::MemObjMap,
 // the device's hostcall-memory tracking where the tree has it, and
 // handleSanitizerService in clang ASan builds).
@@ -40,6 +41,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -63,6 +65,18 @@
 // Defines handleSanitizerService (ROCclr defines it in this header, for the
 // file that replaces its devhostcall.cpp to include).
 #include "device/devsanitizer.hpp"
+#endif
+
+// RPC buffers: a tree with device/devrpc.hpp (rocm-systems projects/clr,
+// the branch of PR #4720) declares enableRpc / flushRpc / disableRpc in
+// devhostcall.hpp and defined them in its devhostcall.cpp; this file then
+// defines them (checked below against the tree's declarations).
+#if defined(__has_include)
+#if __has_include("device/devrpc.hpp")
+#define AMDGPU_DROPIN_ROCCLR_RPC 1
+#include "device/devhcmessages.hpp"
+#include "device/devrpc.hpp"
+#endif
 #endif
 
 #include "amdgpu_dropin_hostcall.h"
@@ -402,6 +416,23 @@ const char* statusText(amdgpu_dropin_hostcall_status_t status) {
   return amdgpu_dropin_hostcall_status_string(status);
 }
 
+// ---- PRINTF (service 2) through the C stream ROCclr printed to ---------
+// ROCclr formats into stdout (stderr for bit 0 of the control word) with
+// vfprintf. The library hands each whole message to this sink: written
+// under the stream's lock, so no other thread's stdio output splits it, and
+// flushed, so it lands after the host's earlier output still in the
+// stream's buffer and is not lost at _exit. No ROCclr lock is taken.
+size_t printToStdio(void* user_data, void* buffer, uint32_t stream, const char* bytes, size_t length) {
+  (void)user_data;
+  (void)buffer;
+  FILE* out = stream == AMDGPU_DROPIN_HOSTCALL_PRINTF_STDERR ? stderr : stdout;
+  flockfile(out);
+  size_t written = std::fwrite(bytes, 1, length, out);
+  bool flushed = std::fflush(out) == 0;
+  funlockfile(out);
+  return flushed ? written : 0;
+}
+
 // fork: the child must not inherit listenerLock held by another thread
 // (the listener inside a DEVMEM service), and inherits no enabled buffer
 // (the library's listener state stays with the parent). The forking thread
@@ -429,6 +460,10 @@ void leaveFork() {
 
 void afterForkInParent() { leaveFork(); }
 
+#if defined(AMDGPU_DROPIN_ROCCLR_RPC)
+void forgetRpcBuffersInChild();
+#endif
+
 void afterForkInChild() {
   // The parent's records name buffers this process has not enabled; their
   // objects stay the parent's (leaked here, never released twice). The
@@ -437,6 +472,9 @@ void afterForkInChild() {
   parents->swap(enabledBuffers());
 #if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
   uriLocator = nullptr;
+#endif
+#if defined(AMDGPU_DROPIN_ROCCLR_RPC)
+  forgetRpcBuffersInChild();
 #endif
   leaveFork();
 }
@@ -452,7 +490,10 @@ void installForkHandlers() {
   });
 }
 
-void unregisterServices(void* buffer, bool devmem, bool sanitizer) {
+void unregisterServices(void* buffer, bool devmem, bool sanitizer, bool printfSink) {
+  if (printfSink) {
+    amdgpu_dropin_hostcall_unregister_printf_sink(buffer);
+  }
   if (devmem) {
     amdgpu_dropin_hostcall_unregister_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, buffer);
   }
@@ -511,6 +552,11 @@ bool enable(const amd::Device& dev, void* buffer, uint32_t numPackets, amd::Memo
       AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, buffer, serveDevmemLane, user);
   bool devmemRegistered = status == AMDGPU_DROPIN_HOSTCALL_OK;
   bool sanitizerRegistered = false;
+  bool printfRegistered = false;
+  if (status == AMDGPU_DROPIN_HOSTCALL_OK) {
+    status = amdgpu_dropin_hostcall_register_printf_sink(buffer, printToStdio, nullptr);
+    printfRegistered = status == AMDGPU_DROPIN_HOSTCALL_OK;
+  }
 #if defined(AMDGPU_DROPIN_ROCCLR_SANITIZER)
   if (status == AMDGPU_DROPIN_HOSTCALL_OK) {
     status = amdgpu_dropin_hostcall_register_packet_handler(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER,
@@ -524,7 +570,7 @@ bool enable(const amd::Device& dev, void* buffer, uint32_t numPackets, amd::Memo
   if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
     ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register hostcall buffer %p: %s", buffer,
             statusText(status));
-    unregisterServices(buffer, devmemRegistered, sanitizerRegistered);
+    unregisterServices(buffer, devmemRegistered, sanitizerRegistered, printfRegistered);
     forget(buffer);
     return false;
   }
@@ -611,7 +657,7 @@ void disableHostcalls(void* buffer) {
     // handlers may still be registered.
     ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to unregister hostcall buffer %p: %s", buffer,
             statusText(status));
-    unregisterServices(buffer, true, kRoutesSanitizer);
+    unregisterServices(buffer, true, kRoutesSanitizer, true);
   }
   Enabled record = forget(buffer);
   if (record.occupied != nullptr) {
@@ -619,5 +665,219 @@ void disableHostcalls(void* buffer) {
   }
   ClPrint(amd::LOG_INFO, amd::LOG_QUEUE, "Unregistered hostcall buffer %p", buffer);
 }
+
+#if defined(AMDGPU_DROPIN_ROCCLR_RPC)
+// ---- RPC buffers (trees with device/devrpc.hpp) -------------------------
+// The library's listener polls each enabled RPC buffer through a registered
+// poll callback, which serves it with ROCclr's own devrpc.cpp
+// (processRpcBuffer; flushRpcBuffer where the tree's processRpcBuffer
+// serves one request and says nothing), under listenerLock as ROCclr's
+// listener did: the MessageHandler and the DEVMEM path behind it have no lock
+// of their own. The device rings the library's doorbell, whose handle
+// initRpcDoorbell writes into the buffer; the listener sleeps on it while
+// idle. disableRpc waits for a poll in progress.
+
+}  // namespace amd
+
+// Does the tree's devhostcall.hpp declare the three functions as defined
+// below? Unqualified lookup sees amd's declarations and these fallbacks side
+// by side (both namespaces are nominated into the global scope); a declared
+// function is the better match.
+namespace amdgpu_dropin_rocclr_rpc_fallback {
+struct Missing {};
+template <typename... A>
+Missing enableRpc(A&&...);
+template <typename... A>
+Missing flushRpc(A&&...);
+template <typename... A>
+Missing disableRpc(A&&...);
+}  // namespace amdgpu_dropin_rocclr_rpc_fallback
+
+namespace amdgpu_dropin_rocclr_rpc_probe {
+using namespace amd;
+using namespace amdgpu_dropin_rocclr_rpc_fallback;
+constexpr bool kDeclared =
+    std::is_same<decltype(enableRpc(std::declval<const amd::Device&>(), static_cast<void*>(nullptr),
+                                    uint32_t{0})),
+                 bool>::value &&
+    std::is_same<decltype(flushRpc(static_cast<void*>(nullptr))), void>::value &&
+    std::is_same<decltype(disableRpc(static_cast<void*>(nullptr))), void>::value;
+}  // namespace amdgpu_dropin_rocclr_rpc_probe
+
+static_assert(amdgpu_dropin_rocclr_rpc_probe::kDeclared,
+              "this tree has device/devrpc.hpp, but its device/devhostcall.hpp does not declare "
+              "bool enableRpc(const Device&, void*, uint32_t), void flushRpc(void*) and "
+              "void disableRpc(void*): amdgpu-dropin's devhostcall.cpp does not know this tree");
+
+namespace amd {
+namespace {
+
+// Where processRpcBuffer reports whether it served (a7c0a52f), the poll
+// returns that and the listener polls again while there is work; where it
+// returns nothing and serves one request (22d8a787), the poll drains the
+// buffer with flushRpcBuffer instead.
+template <typename Info>
+int32_t serveRpcBuffer(Info* info) {
+  if constexpr (std::is_same<decltype(processRpcBuffer(info)), bool>::value) {
+    return processRpcBuffer(info) ? 1 : 0;
+  } else {
+    flushRpcBuffer(info);
+    return 0;
+  }
+}
+
+// RPC buffers this file enabled (under listenerLock). Leaked on purpose, as
+// enabledBuffers.
+std::map<void*, RpcBufferInfo*>& rpcBuffers() {
+  static auto* buffers = new std::map<void*, RpcBufferInfo*>();
+  return *buffers;
+}
+
+// One printf message assembler for every RPC buffer, as ROCclr's listener
+// kept one (used under listenerLock only; leaked, as the buffers' records).
+MessageHandler& rpcMessages() {
+  static auto* messages = new MessageHandler();
+  return *messages;
+}
+
+RpcBufferInfo* findRpc(void* buffer) {
+  auto& buffers = rpcBuffers();
+  auto it = buffers.find(buffer);
+  return it == buffers.end() ? nullptr : it->second;
+}
+
+// The poll callback: on a listener thread, whenever the listener scans.
+int32_t pollRpcBuffer(void* user_data, void* key) {
+  (void)key;
+  auto* info = static_cast<RpcBufferInfo*>(user_data);
+#if defined(__cpp_exceptions)
+  try {
+#endif
+    if (!enterLibraryThread()) {
+      logServiceFailure("RPC buffer not served: the listener thread is no amd::Thread");
+      return -1;
+    }
+    amd::ScopedLock lock(listenerLock);
+    return serveRpcBuffer(info);
+#if defined(__cpp_exceptions)
+  } catch (...) {
+    logServiceFailure("RPC: serving a buffer failed (exception)");
+    return -1;
+  }
+#endif
+}
+
+void forgetRpcBuffersInChild() {
+  // The parent's registrations are not the child's (the library's polls
+  // stay with the parent); their records are leaked, never freed twice.
+  auto* parents = new std::map<void*, RpcBufferInfo*>();
+  parents->swap(rpcBuffers());
+}
+
+}  // namespace
+
+bool enableRpc(const amd::Device& dev, void* buffer, uint32_t num_ports) {
+  if (buffer == nullptr || num_ports == 0 || num_ports > kMaxRpcPortCount) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register RPC buffer %p: %u ports", buffer, num_ports);
+    return false;
+  }
+  ScopedAcceptedThread thread;
+  if (!thread.accepted()) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register RPC buffer %p: %s", buffer,
+            "the calling thread cannot be made an amd::Thread");
+    return false;
+  }
+  installForkHandlers();
+  RpcBufferInfo* info = nullptr;
+#if defined(__cpp_exceptions)
+  try {
+#endif
+    info = new RpcBufferInfo{buffer, dev.info().wavefrontWidth_, num_ports, &dev};
+#if defined(__cpp_exceptions)
+  } catch (...) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register RPC buffer %p: %s", buffer, "out of memory");
+    return false;
+  }
+#endif
+  info->messages = &rpcMessages();
+  {
+    amd::ScopedLock lock(listenerLock);
+    if (findRpc(buffer) != nullptr) {
+      ClPrint(amd::LOG_ERROR, kSetupMask, "RPC buffer %p is already registered", buffer);
+      delete info;
+      return false;
+    }
+    rpcBuffers()[buffer] = info;
+  }
+  uint64_t doorbell = 0;
+  amdgpu_dropin_hostcall_status_t status =
+      amdgpu_dropin_hostcall_register_poll(buffer, pollRpcBuffer, info, &doorbell);
+  if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to register RPC buffer %p: %s", buffer, statusText(status));
+    {
+      amd::ScopedLock lock(listenerLock);
+      rpcBuffers().erase(buffer);
+    }
+    delete info;
+    return false;
+  }
+  // The device rings the listener's doorbell; polls before this line find
+  // nothing the device could have posted.
+  initRpcDoorbell(buffer, reinterpret_cast<void*>(static_cast<uintptr_t>(doorbell)));
+  ClPrint(amd::LOG_INFO, amd::LOG_QUEUE, "Registered RPC buffer %p (device %p)", buffer,
+          static_cast<const void*>(&dev));
+  return true;
+}
+
+void flushRpc(void* buffer) {
+  ScopedAcceptedThread thread;
+  if (!thread.accepted()) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "RPC buffer %p not flushed: %s", buffer,
+            "the calling thread cannot be made an amd::Thread");
+    return;
+  }
+  amd::ScopedLock lock(listenerLock);
+  RpcBufferInfo* info = findRpc(buffer);
+  if (info == nullptr) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "RPC buffer %p is not registered", buffer);
+    return;
+  }
+  // On the caller's thread, as ROCclr's flushRpc: what is posted now is
+  // served when this returns.
+  flushRpcBuffer(info);
+}
+
+void disableRpc(void* buffer) {
+  ScopedAcceptedThread thread;
+  if (!thread.accepted()) {
+    ClPrint(amd::LOG_ERROR, kSetupMask, "RPC buffer %p not unregistered: %s", buffer,
+            "the calling thread cannot be made an amd::Thread");
+    return;
+  }
+  {
+    amd::ScopedLock lock(listenerLock);
+    if (findRpc(buffer) == nullptr) {
+      ClPrint(amd::LOG_ERROR, kSetupMask, "RPC buffer %p is not registered", buffer);
+      return;
+    }
+  }
+  // Without listenerLock: this waits for a poll in progress, which holds it.
+  amdgpu_dropin_hostcall_status_t status = amdgpu_dropin_hostcall_unregister_poll(buffer);
+  if (status != AMDGPU_DROPIN_HOSTCALL_OK) {
+    // Not registered in the library (it was shut down, e.g. at exit): no
+    // poll runs any more either.
+    ClPrint(amd::LOG_ERROR, kSetupMask, "Failed to unregister RPC buffer %p: %s", buffer,
+            statusText(status));
+  }
+  RpcBufferInfo* info = nullptr;
+  {
+    amd::ScopedLock lock(listenerLock);
+    info = findRpc(buffer);
+    rpcBuffers().erase(buffer);
+  }
+  delete info;
+  ClPrint(amd::LOG_INFO, amd::LOG_QUEUE, "Unregistered RPC buffer %p", buffer);
+}
+#endif  // AMDGPU_DROPIN_ROCCLR_RPC
 
 }  // namespace amd

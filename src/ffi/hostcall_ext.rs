@@ -16,8 +16,9 @@ use crate::hostcall::protocol::host_packet::{
 };
 use crate::hostcall::protocol::payload::BUFFER_ALIGNMENT;
 use crate::hostcall::services::devmem::{self, PoolError};
-use crate::hostcall::services::handlers::{self, Handler, HandlerError};
-use crate::hostcall::services::ids;
+use crate::hostcall::services::handlers::{self, Handler, HandlerError, PrintfSinkFn};
+use crate::hostcall::services::{ids, printf};
+use crate::hostcall::PollFn;
 use crate::hostcall::{DisableError, EnableError};
 use crate::log::Level;
 
@@ -44,6 +45,13 @@ const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_SERVICE_DEVMEM, ids::SERVICE_DEVMEM);
 const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_SERVICE_SANITIZER, ids::SERVICE_SANITIZER);
 const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_ERROR_VALUE, ids::ERROR_VALUE);
 
+/// printf sink stream: the message is for standard output.
+pub const AMDGPU_DROPIN_HOSTCALL_PRINTF_STDOUT: u32 = 1;
+/// printf sink stream: the message is for standard error (control word bit 0).
+pub const AMDGPU_DROPIN_HOSTCALL_PRINTF_STDERR: u32 = 2;
+const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_PRINTF_STDOUT, printf::STREAM_STDOUT);
+const_assert_eq!(AMDGPU_DROPIN_HOSTCALL_PRINTF_STDERR, printf::STREAM_STDERR);
+
 /// Most agents `amdgpu_dropin_hostcall_devmem_enable` accepts.
 pub const AMDGPU_DROPIN_HOSTCALL_MAX_AGENTS: u32 = 1024;
 
@@ -58,9 +66,11 @@ pub enum amdgpu_dropin_hostcall_status_t {
     /// Service 0 (reserved), FUNCTION_CALL or PRINTF: served by the library,
     /// cannot be registered or unregistered.
     AMDGPU_DROPIN_HOSTCALL_ERROR_RESERVED_SERVICE = 2,
-    /// A handler is already registered for this service and buffer scope.
+    /// A handler or printf sink is already registered for this service and
+    /// buffer scope, or a poll for this key.
     AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED = 3,
-    /// No handler is registered for this service and buffer scope.
+    /// No handler or printf sink is registered for this service and buffer
+    /// scope, or no poll for this key.
     AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED = 4,
     /// The HSA runtime (or a function of it) cannot be found.
     AMDGPU_DROPIN_HOSTCALL_ERROR_HSA = 5,
@@ -128,10 +138,10 @@ impl Status {
                 c"reserved service: 0, FUNCTION_CALL and PRINTF are built in"
             }
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED => {
-                c"a handler is already registered for this service and buffer"
+                c"already registered (a handler or printf sink for this service and buffer, or a poll for this key)"
             }
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED => {
-                c"no handler is registered for this service and buffer"
+                c"not registered (no handler or printf sink for this service and buffer, or no poll for this key)"
             }
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_HSA => c"the HSA runtime or one of its functions is unavailable",
             Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_POOL => c"the memory pool is not an allocatable global pool",
@@ -375,6 +385,195 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_devmem_enable(
         })();
         report("amdgpu_dropin_hostcall_devmem_enable", ids::SERVICE_DEVMEM, buffer, result)
     })
+}
+
+/// A printf sink: takes one whole formatted device printf message, `length`
+/// bytes at `bytes` (not NUL-terminated; it may contain NUL bytes), for
+/// `stream` (`AMDGPU_DROPIN_HOSTCALL_PRINTF_STDOUT` or `_STDERR`, from the
+/// message's control word), printed by a wave of hostcall buffer `buffer`.
+/// Returns the bytes it wrote: `length` on success; any other value makes
+/// that printf return -1 on the device (logged once). `bytes` is valid only
+/// during the call. In C++, register `amdgpu_dropin::catching_printf_sink<f>`
+/// (an exception leaving `f` then fails the message).
+pub type amdgpu_dropin_hostcall_printf_sink_fn = Option<
+    unsafe extern "C-unwind" fn(
+        user_data: *mut c_void,
+        buffer: *mut c_void,
+        stream: u32,
+        bytes: *const c_char,
+        length: usize,
+    ) -> usize,
+>;
+const_assert_eq!(
+    core::mem::size_of::<amdgpu_dropin_hostcall_printf_sink_fn>(),
+    core::mem::size_of::<PrintfSinkFn>()
+);
+
+/// Registers `sink` to take device printf output (service 2) instead of
+/// file descriptors 1 and 2, for the hostcall buffer `buffer` only, or for
+/// every buffer when `buffer` is NULL (a buffer's own sink is preferred, and
+/// ends with the disable of that buffer). Each message is handed over whole,
+/// in one call, on a listener thread, in the order the listener completed
+/// the messages; two buffers' messages may reach the sink at once from two
+/// listener threads. A runtime whose host printf goes through C stdio (ROCclr)
+/// writes each message under the stream's lock and flushes it, so device and
+/// host output keep their order. Without a sink each message is one
+/// `write(2)` to fd 1 or 2.
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (NULL `sink`, `buffer` not aligned like
+/// a hostcall buffer), `_ERROR_ALREADY_REGISTERED` (this scope has a sink:
+/// unregister it first). A forked child inherits no sink.
+///
+/// # Safety
+/// `sink` must be callable with `user_data` from the listener threads until
+/// `amdgpu_dropin_hostcall_unregister_printf_sink` returns for this scope (or,
+/// for one buffer, until its disable returns). It must not unwind.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_printf_sink(
+    buffer: *mut c_void,
+    sink: amdgpu_dropin_hostcall_printf_sink_fn,
+    user_data: *mut c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    ffi_boundary!("amdgpu_dropin_hostcall_register_printf_sink", {
+        let result = scope(buffer).and_then(|scope| {
+            let sink = sink.ok_or(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT)?;
+            handlers::table().register_printf_sink(scope, sink, user_data as usize).map_err(Status::from)
+        });
+        report("amdgpu_dropin_hostcall_register_printf_sink", ids::SERVICE_PRINTF, buffer, result)
+    })
+}
+
+/// Unregisters the printf sink of `buffer` (NULL: the one for every buffer);
+/// that scope's messages go to the next sink in line (the one for every
+/// buffer), else to fds 1 and 2. When it returns no call of the sink is
+/// running, except one this thread is inside (called from the sink itself,
+/// it does not wait for itself).
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (misaligned `buffer`),
+/// `_ERROR_NOT_REGISTERED`.
+///
+/// # Safety
+/// `buffer` is only compared, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_unregister_printf_sink(
+    buffer: *mut c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    ffi_boundary!("amdgpu_dropin_hostcall_unregister_printf_sink", {
+        let result = scope(buffer)
+            .and_then(|scope| handlers::table().unregister_printf_sink(scope).map_err(Status::from));
+        report("amdgpu_dropin_hostcall_unregister_printf_sink", ids::SERVICE_PRINTF, buffer, result)
+    })
+}
+
+/// A poll callback: serves what is pending in a request channel of the
+/// caller's own (an RPC buffer, say) registered under `key`. Returns 1 when
+/// it served something (the listener polls again soon, as after a packet),
+/// 0 when nothing was pending; a negative value is a failure (logged once
+/// per registration, taken as 0). In C++, register
+/// `amdgpu_dropin::catching_poll<f>` (an exception leaving `f` then fails
+/// the call).
+pub type amdgpu_dropin_hostcall_poll_fn =
+    Option<unsafe extern "C-unwind" fn(user_data: *mut c_void, key: *mut c_void) -> i32>;
+const_assert_eq!(core::mem::size_of::<amdgpu_dropin_hostcall_poll_fn>(), core::mem::size_of::<PollFn>());
+
+/// Registers `poll` with the listener for a request channel of the caller's
+/// own, named by `key` (not dereferenced; e.g. the channel's address): the
+/// listener calls `poll(user_data, key)` whenever it scans its buffers, i.e.
+/// after a ring of its doorbell, again right after a poll that served
+/// something, and on the periodic re-check of an idle listener (its wait
+/// timeout, up to 1 s); never while it sleeps otherwise, so an idle channel
+/// costs no CPU. The doorbell's `hsa_signal_t` handle goes to `*doorbell`:
+/// device code rings the listener by changing its value (e.g. adding 1),
+/// as waves ring it for hostcall buffers. Like an enabled buffer, a
+/// registration starts the listener and keeps it running.
+///
+/// One registration is polled by one thread at a time; two registrations
+/// (or a registration and a buffer) may be served at once by the main
+/// listener and its helper thread.
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (NULL `key`, `poll` or `doorbell`),
+/// `_ERROR_ALREADY_REGISTERED` (`key` is registered, or lies inside an
+/// enabled hostcall buffer), `_ERROR_HSA` (no HSA
+/// runtime for the doorbell signal), `_ERROR_UNAVAILABLE` (process exiting,
+/// thread cannot start). `*doorbell` is written only on success. A forked
+/// child inherits no registration.
+///
+/// # Safety
+/// `poll` must be callable with `user_data` and `key` from the listener
+/// threads until `amdgpu_dropin_hostcall_unregister_poll(key)` returns. It
+/// must not unwind. `doorbell` must be NULL (rejected) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_register_poll(
+    key: *mut c_void,
+    poll: amdgpu_dropin_hostcall_poll_fn,
+    user_data: *mut c_void,
+    doorbell: *mut u64,
+) -> amdgpu_dropin_hostcall_status_t {
+    ffi_boundary!("amdgpu_dropin_hostcall_register_poll", {
+        let result = (|| {
+            let poll = poll.ok_or(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT)?;
+            if key.is_null() || doorbell.is_null() {
+                return Err(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
+            }
+            let handle =
+                crate::hostcall::register_poll(key as usize, poll, user_data as usize).map_err(|e| {
+                    crate::log!(Level::Error, "amdgpu_dropin_hostcall_register_poll(key={key:p}): {e}");
+                    poll_status(&e)
+                })?;
+            // SAFETY: non-NULL and writable (caller contract).
+            unsafe { doorbell.write(handle) };
+            Ok(())
+        })();
+        report_poll("amdgpu_dropin_hostcall_register_poll", key, result)
+    })
+}
+
+/// Unregisters the poll registered under `key`. When it returns the poll is
+/// not called any more and no call of it is running, except one this thread
+/// is inside (called from the poll itself, it does not wait for itself;
+/// that call is the last). The last registration or buffer gone stops the
+/// listener, and its doorbell with it.
+///
+/// Errors: `_ERROR_INVALID_ARGUMENT` (NULL `key`), `_ERROR_NOT_REGISTERED`.
+///
+/// # Safety
+/// `key` is only compared, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn amdgpu_dropin_hostcall_unregister_poll(
+    key: *mut c_void,
+) -> amdgpu_dropin_hostcall_status_t {
+    ffi_boundary!("amdgpu_dropin_hostcall_unregister_poll", {
+        let result = if key.is_null() {
+            Err(Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT)
+        } else {
+            crate::hostcall::unregister_poll(key as usize).map_err(|e| match e {
+                DisableError::NullBuffer => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT,
+                DisableError::NotEnabled => Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED,
+            })
+        };
+        report_poll("amdgpu_dropin_hostcall_unregister_poll", key, result)
+    })
+}
+
+/// A poll registration's enable error as a status: the key in use is
+/// "already registered", the rest as for buffers.
+fn poll_status(error: &EnableError) -> Status {
+    match error {
+        EnableError::AlreadyEnabled | EnableError::Overlaps(_) => {
+            Status::AMDGPU_DROPIN_HOSTCALL_ERROR_ALREADY_REGISTERED
+        }
+        other => Status::from(other),
+    }
+}
+
+fn report_poll(name: &str, key: *mut c_void, result: Result<(), Status>) -> Status {
+    match result {
+        Ok(()) => Status::AMDGPU_DROPIN_HOSTCALL_OK,
+        Err(status) => {
+            crate::log!(Level::Error, "{name}(key={key:p}): {}", status.text().to_string_lossy());
+            status
+        }
+    }
 }
 
 #[cfg(test)]

@@ -61,4 +61,9 @@ mod tunables;
 mod waiting;
 
 #[cfg(not(loom))]
-pub(crate) use registry::{counters, disable, enable, enable_with, DisableError, EnableError, Protocol};
+pub(crate) use protocol::poll::PollFn;
+#[cfg(not(loom))]
+pub(crate) use registry::{
+    counters, disable, enable, enable_with, register_poll, unregister_poll, DisableError, EnableError,
+    Protocol,
+};

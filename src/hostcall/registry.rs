@@ -24,6 +24,7 @@ use super::listener::{self, Entry, Listener, SignalApi};
 use super::process::{
     self, ForkLocal, ForkSafeOnce, EXITING, EXIT_HANDLER_RAN, IN_DOORBELL_WAIT, LIVE_THREADS,
 };
+use super::protocol::poll::{PollChannel, PollFn};
 use super::protocol::Buffer;
 pub use super::protocol::Protocol;
 use super::waiting;
@@ -191,11 +192,64 @@ pub unsafe fn enable_with(
     if !protocol.accepts_occupancy(occupied, packets, key..end) {
         return Err(EnableError::BadOccupancy(occupied));
     }
+    let registered = register_entry(key, end, queue as usize, |doorbell| {
+        // SAFETY: validated above (non-NULL, aligned, no wrap) and the
+        // caller's contract covers validity and exclusive protocol access
+        // until disable.
+        unsafe { Buffer::initialize(protocol, base, packets, doorbell, occupied) }
+    })?;
+    crate::log!(
+        Level::Info,
+        "hostcall: enabled {} buffer {:#x} ({} packets, queue {:p}); {} buffer(s) enabled",
+        protocol.name(),
+        key,
+        packets,
+        queue,
+        registered.entries
+    );
+    Ok(())
+}
+
+/// Registers a poll of a channel of the caller's own under `key`
+/// (`amdgpu_dropin_hostcall_register_poll`), served by the listener as a
+/// buffer is; starts the listener if needed. Returns the doorbell's handle.
+pub fn register_poll(key: usize, function: PollFn, user_data: usize) -> Result<u64, EnableError> {
+    if key == 0 {
+        return Err(EnableError::NullBuffer);
+    }
+    let end = key.checked_add(1).ok_or(EnableError::AddressRange)?;
+    let registered =
+        register_entry(key, end, 0, |_| Buffer::Poll(PollChannel::new(key, function, user_data)))?;
+    crate::log!(
+        Level::Info,
+        "hostcall: registered a poll for key {key:#x}; {} buffer(s) and poll(s) registered",
+        registered.entries
+    );
+    Ok(registered.doorbell)
+}
+
+/// What `register_entry` registered.
+struct Registered {
+    /// The listener's doorbell handle.
+    doorbell: u64,
+    /// Entries registered now (buffers and polls).
+    entries: usize,
+}
+
+/// Adds the entry `make(doorbell)` for `key..end` and starts the listener
+/// if none runs. Refuses a key or range in use, and waits for (or, on the
+/// thread still inside, refuses) a range whose entry was unregistered from
+/// inside its own service.
+fn register_entry(
+    key: usize,
+    end: usize,
+    queue: usize,
+    make: impl FnOnce(u64) -> Buffer,
+) -> Result<Registered, EnableError> {
     // Relaxed: checked again under the lock below; a hint here.
     if EXITING.load(Ordering::Relaxed) {
         return Err(EnableError::Exiting);
     }
-
     let state = state();
     let mut control = lock(state);
     // Disabled from inside its own service: wait until the listener has left, or refuse the thread inside.
@@ -229,23 +283,10 @@ pub unsafe fn enable_with(
         control.listener = Some(start_listener()?);
     }
     let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").listener);
-    // SAFETY: validated above (non-NULL, aligned, no wrap) and the caller's
-    // contract covers validity and exclusive protocol access until disable.
-    let entry_buffer =
-        unsafe { Buffer::initialize(protocol, base, packets, shared.doorbell_handle(), occupied) };
-    let protocol_name = protocol.name();
-    control.entries.push(Arc::new(Entry::new(key, entry_buffer, queue as usize, shared.counters.snapshot())));
+    let doorbell = shared.doorbell_handle();
+    control.entries.push(Arc::new(Entry::new(key, make(doorbell), queue, shared.counters.snapshot())));
     shared.publish(&control.entries);
-    crate::log!(
-        Level::Info,
-        "hostcall: enabled {} buffer {:#x} ({} packets, queue {:p}); {} buffer(s) enabled",
-        protocol_name,
-        key,
-        packets,
-        queue,
-        control.entries.len()
-    );
-    Ok(())
+    Ok(Registered { doorbell, entries: control.entries.len() })
 }
 
 /// Unregisters `buffer`; after return the listener no longer touches it
@@ -255,9 +296,42 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         return Err(DisableError::NullBuffer);
     }
     let key = buffer as usize;
+    let entry = unregister_entry(key, false)?;
+    if entry.queue != queue as usize {
+        crate::log!(
+            Level::Warning,
+            "disableHostcalls: buffer {:#x} was enabled with queue {:#x}, disabled with {:p}; disabled anyway",
+            key,
+            entry.queue,
+            queue
+        );
+    }
+    Ok(())
+}
+
+/// Unregisters the poll registered under `key`; after return it is not
+/// called any more (except when called from that poll itself, which then
+/// finishes after the return).
+pub fn unregister_poll(key: usize) -> Result<(), DisableError> {
+    if key == 0 {
+        return Err(DisableError::NullBuffer);
+    }
+    unregister_entry(key, true).map(drop)
+}
+
+/// Removes the entry of `key` (a poll or a buffer, as `poll` says), waits
+/// until no listener thread is inside it (unless this thread is), forgets
+/// what the services keep for a buffer, and stops the listener with the last
+/// entry. Returns the entry.
+fn unregister_entry(key: usize, poll: bool) -> Result<Arc<Entry>, DisableError> {
+    let what = if poll { "poll" } else { "buffer" };
     let (entry, shared, stopping, remaining) = {
         let mut control = lock(state());
-        let index = control.entries.iter().position(|e| e.key == key).ok_or(DisableError::NotEnabled)?;
+        let index = control
+            .entries
+            .iter()
+            .position(|e| e.key == key && e.buffer.is_poll() == poll)
+            .ok_or(DisableError::NotEnabled)?;
         let entry = control.entries.remove(index);
         if !entry.gate.close() && process::serving_on_this_thread(&entry.gate) {
             // Disabled from inside its own service: kept until the listener has left it (see enable).
@@ -269,45 +343,38 @@ pub fn disable(buffer: *mut c_void, queue: *const c_void) -> Result<(), DisableE
         let stopping = if control.entries.is_empty() { control.listener.take() } else { None };
         (entry, shared, stopping, control.entries.len())
     };
-    if entry.queue != queue as usize {
-        crate::log!(
-            Level::Warning,
-            "disableHostcalls: buffer {:#x} was enabled with queue {:#x}, disabled with {:p}; disabled anyway",
-            key,
-            entry.queue,
-            queue
-        );
-    }
     if process::serving_on_this_thread(&entry.gate) {
         crate::log!(
             Level::Info,
-            "disableHostcalls({key:#x}) called from a hostcall service of that buffer: not waiting \
-             for the listener"
+            "hostcall: {what} {key:#x} unregistered from inside its own service: not waiting for the \
+             listener"
         );
     } else {
         // Also from a service of another buffer on a listener thread: the
         // other listener thread (main or helper) may be inside this gate.
         wait_until_idle(&entry.gate, key);
     }
-    // The buffer is still valid until we return.
-    if entry.buffer.has_waiting_requests() {
-        crate::log!(
-            Level::Warning,
-            "disableHostcalls({key:#x}): packets were still waiting to be served; they are \
-             abandoned and their waves get no answer"
-        );
+    if !poll {
+        // The buffer is still valid until we return.
+        if entry.buffer.has_waiting_requests() {
+            crate::log!(
+                Level::Warning,
+                "disableHostcalls({key:#x}): packets were still waiting to be served; they are \
+                 abandoned and their waves get no answer"
+            );
+        }
+        shared.services.forget_buffer(key);
     }
-    shared.services.forget_buffer(key);
     crate::log!(
         Level::Info,
-        "hostcall: disabled buffer {key:#x}; {remaining} buffer(s) enabled; it was served {}",
+        "hostcall: unregistered {what} {key:#x}; {remaining} buffer(s) and poll(s) left; it was served {}",
         entry.counters.read(shared.counters.snapshot()).summary()
     );
     drop(shared);
     if let Some(active) = stopping {
         stop_listener(active, STOP_TIMEOUT);
     }
-    Ok(())
+    Ok(entry)
 }
 
 /// The counts of an enabled buffer (`hostcall::counters`).
@@ -327,8 +394,8 @@ fn wait_until_idle(gate: &Gate, key: usize) {
         |waited| {
             crate::log!(
                 Level::Warning,
-                "disableHostcalls({key:#x}): still waiting for a hostcall service on this buffer \
-                 ({:.1} s)",
+                "hostcall: unregistering {key:#x}: still waiting for a service of that buffer (or \
+                 its poll) ({:.1} s)",
                 waited.as_secs_f64()
             );
         },
@@ -536,5 +603,17 @@ mod tests {
         let mut unknown = [0u64; 8];
         let unknown = unknown.as_mut_ptr().cast::<c_void>();
         assert_eq!(disable(unknown, core::ptr::null()), Err(DisableError::NotEnabled));
+    }
+
+    unsafe extern "C-unwind" fn never(_: *mut c_void, _: *mut c_void) -> i32 {
+        unreachable!("a refused poll is never called")
+    }
+
+    #[test]
+    fn polls_refuse_a_null_or_wrapping_key_and_an_unknown_one() {
+        assert_eq!(register_poll(0, never, 0), Err(EnableError::NullBuffer));
+        assert_eq!(register_poll(usize::MAX, never, 0), Err(EnableError::AddressRange));
+        assert_eq!(unregister_poll(0), Err(DisableError::NullBuffer));
+        assert_eq!(unregister_poll(0x7777_0000), Err(DisableError::NotEnabled));
     }
 }

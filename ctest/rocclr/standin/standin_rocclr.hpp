@@ -293,6 +293,11 @@ class Memory {
   uint64_t va_;
 };
 
+// The device's properties (device/device.hpp); only what the adapter reads.
+struct Info {
+  uint32_t wavefrontWidth_ = 64;
+};
+
 #if defined(STANDIN_ROCCLR_ASAN)
 class UriLocator {
  public:
@@ -320,6 +325,7 @@ class Device {
 
   Context& context() const { return *context_; }
   uint32_t index() const { return index_; }
+  const device::Info& info() const { return info_; }
 
 #if defined(STANDIN_ROCCLR_2026)
   // Registers a memory object allocated via hostcall for cleanup with the
@@ -346,6 +352,7 @@ class Device {
 
   uint32_t index_;
   Context* context_;
+  device::Info info_;
 #if defined(STANDIN_ROCCLR_2026)
   std::vector<amd::Memory*> hostcall_allocated_memories_;
   std::atomic<int> tracking_entered_{0};
@@ -449,6 +456,15 @@ bool enableHostcalls(const amd::Device& dev, void* buffer, uint32_t numPackets,
 bool enableHostcalls(const amd::Device& dev, void* buffer, uint32_t numPackets);
 #endif
 void disableHostcalls(void* buffer);
+
+#if defined(STANDIN_ROCCLR_RPC)
+// The RPC trees (rocm-systems projects/clr, the branch of PR #4720) declare
+// these here and define them in devhostcall.cpp (devrpc.hpp beside it, in
+// standin_rpc/).
+bool enableRpc(const amd::Device& dev, void* buffer, uint32_t num_ports);
+void flushRpc(void* buffer);
+void disableRpc(void* buffer);
+#endif
 
 #if defined(STANDIN_ROCCLR_ASAN)
 // device/devsanitizer.hpp

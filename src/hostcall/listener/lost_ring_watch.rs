@@ -121,7 +121,7 @@ fn unannounced_work(listener: &Listener, observed: i64) -> bool {
         if !entry.gate.enter() {
             return false;
         }
-        let work = entry.buffer.has_waiting_requests();
+        let work = entry.buffer.seen_waiting() == Some(true);
         entry.gate.leave();
         work
     })

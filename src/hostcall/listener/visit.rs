@@ -337,7 +337,7 @@ mod tests {
     fn classic(entry: &Entry) -> &crate::hostcall::protocol::classic::buffer::DeviceBuffer {
         match &entry.buffer {
             Buffer::Classic(buffer) => buffer,
-            Buffer::PhaseBit { .. } => unreachable!("a classic entry"),
+            Buffer::PhaseBit { .. } | Buffer::Poll(_) => unreachable!("a classic entry"),
         }
     }
 

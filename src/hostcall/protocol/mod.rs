@@ -5,7 +5,8 @@
 //! rest of the crate asks what a protocol needs (size, alignment, packets,
 //! occupancy bitmap, name); `Buffer` (`visit.rs`) is a registered buffer in
 //! its protocol and the one way to serve it. `packet` is the packet view the
-//! services see, the same for both.
+//! services see, the same for both. `poll` is a channel in a protocol of the
+//! caller's own, which its poll callback serves (ROCclr's RPC buffers).
 
 pub mod classic;
 #[cfg(not(loom))]
@@ -16,6 +17,7 @@ pub mod packet;
 pub mod payload;
 pub mod pending;
 pub mod phase_bit;
+pub mod poll;
 mod visit;
 
 pub use kind::Protocol;

@@ -11,6 +11,7 @@ use super::packet::Packet;
 use super::phase_bit::buffer::PhaseBuffer;
 use super::phase_bit::layout::DOORBELL_THROTTLE_NS;
 use super::phase_bit::serve::{has_pending, serve_phases, PhaseStats, ScanCell};
+use super::poll::PollChannel;
 use crate::hostcall::sync::Ordering;
 use crate::log::Level;
 
@@ -20,6 +21,9 @@ pub enum Buffer {
     Classic(DeviceBuffer),
     /// The phase-bit protocol, with the host's scan state.
     PhaseBit { buffer: PhaseBuffer, scan: ScanCell },
+    /// A channel in a protocol of the caller's own, served by its poll
+    /// callback (no memory of it is read here).
+    Poll(PollChannel),
 }
 
 /// What a visit's server does with each packet it is handed (either
@@ -99,21 +103,29 @@ impl Buffer {
         }
     }
 
-    /// The protocol the buffer speaks.
-    pub fn protocol(&self) -> Protocol {
+    /// The wire protocol the buffer speaks (None: a poll's own).
+    pub fn protocol(&self) -> Option<Protocol> {
         match self {
-            Buffer::Classic(_) => Protocol::Classic,
-            Buffer::PhaseBit { .. } => Protocol::PhaseBit,
+            Buffer::Classic(_) => Some(Protocol::Classic),
+            Buffer::PhaseBit { .. } => Some(Protocol::PhaseBit),
+            Buffer::Poll(_) => None,
         }
     }
 
-    /// Bytes of device-shared memory the buffer spans.
+    /// Bytes of device-shared memory the buffer spans; a poll's channel is
+    /// not the library's to know, so it spans its key's one byte (enable
+    /// refuses a buffer over it, and it a key inside a buffer).
     pub fn size(&self) -> usize {
-        let packets = match self {
-            Buffer::Classic(buffer) => buffer.packets(),
-            Buffer::PhaseBit { buffer, .. } => buffer.packets(),
-        };
-        self.protocol().buffer_size(packets)
+        match self {
+            Buffer::Classic(buffer) => Protocol::Classic.buffer_size(buffer.packets()),
+            Buffer::PhaseBit { buffer, .. } => Protocol::PhaseBit.buffer_size(buffer.packets()),
+            Buffer::Poll(_) => 1,
+        }
+    }
+
+    /// Whether this is a registered poll rather than a hostcall buffer.
+    pub fn is_poll(&self) -> bool {
+        matches!(self, Buffer::Poll(_))
     }
 
     /// A phase-bit buffer over `buffer`, its scan starting with the whole buffer.
@@ -169,6 +181,16 @@ impl Buffer {
                 scan.set(limit);
                 Some(VisitStats { served, stopped, findings: Findings::PhaseBit { odd_phases } })
             }
+            Buffer::Poll(channel) => {
+                // No peek: only the callback can look. It serves by itself;
+                // work it reports brings the listener back soon, as packets do.
+                begin();
+                Some(VisitStats {
+                    served: u32::from(channel.poll()),
+                    stopped: false,
+                    findings: Findings::None,
+                })
+            }
         }
     }
 
@@ -186,16 +208,31 @@ impl Buffer {
         match self {
             Buffer::Classic(_) => 0,
             Buffer::PhaseBit { .. } => DOORBELL_THROTTLE_NS,
+            // The channel's device code rings for each request (ROCclr's RPC
+            // does); a poll that served something is visited again anyway.
+            Buffer::Poll(_) => 0,
         }
     }
 
     /// Whether requests are waiting to be served: relaxed peeks (serving
-    /// reads again with acquire). Only while the buffer is alive: from
+    /// reads again with acquire); true for a poll, which cannot be peeked at. Only while the buffer is alive: from
     /// inside its gate, or by disable before it returns.
     pub fn has_waiting_requests(&self) -> bool {
         match self {
             Buffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
             Buffer::PhaseBit { buffer, .. } => has_pending(buffer),
+            // Only the callback can look: always worth a visit.
+            Buffer::Poll(_) => true,
+        }
+    }
+
+    /// What a look from outside a visit can tell (the lost-ring watch):
+    /// whether requests wait, or None where only a visit can tell (a poll,
+    /// whose device code rings for every request).
+    pub fn seen_waiting(&self) -> Option<bool> {
+        match self {
+            Buffer::Poll(_) => None,
+            _ => Some(self.has_waiting_requests()),
         }
     }
 }
@@ -345,6 +382,37 @@ mod tests {
             (classic.size(), phase.size()),
             (Protocol::Classic.buffer_size(2), Protocol::PhaseBit.buffer_size(2))
         );
+    }
+
+    unsafe extern "C-unwind" fn served_once(
+        user: *mut core::ffi::c_void,
+        _key: *mut core::ffi::c_void,
+    ) -> i32 {
+        // SAFETY: the test passes a live AtomicU32 counting the calls.
+        let calls = unsafe { &*(user as *const core::sync::atomic::AtomicU32) };
+        i32::from(calls.fetch_add(1, core::sync::atomic::Ordering::Relaxed) == 0)
+    }
+
+    #[test]
+    fn a_poll_visit_calls_the_callback_without_a_peek() {
+        let calls = core::sync::atomic::AtomicU32::new(0);
+        let channel = crate::hostcall::protocol::poll::PollChannel::new(
+            0x9000,
+            served_once,
+            &calls as *const _ as usize,
+        );
+        let visited = Buffer::Poll(channel);
+        assert!(visited.is_poll() && visited.protocol().is_none());
+        assert!(visited.has_waiting_requests(), "a poll cannot be peeked at");
+        assert_eq!((visited.size(), visited.unrung_post_window_ns()), (1, 0));
+        let mut begun = 0;
+        let first = visited.visit(false, || begun += 1, ByLane(answer), || true).expect("no peek");
+        assert_eq!((first.served, first.stopped, begun), (1, false, 1), "served something");
+        let second = visited.visit(true, || begun += 1, ByLane(answer), || true).expect("no peek");
+        assert_eq!((second.served, begun), (0, 2), "nothing more");
+        assert_eq!(calls.load(core::sync::atomic::Ordering::Relaxed), 2);
+        visited.prefetch();
+        second.log_findings(0x9000);
     }
 
     #[test]

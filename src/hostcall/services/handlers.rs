@@ -1,6 +1,8 @@
 //! Registered hostcall services: handlers an embedder registers for a service
 //! id, for one buffer or for every buffer, and the lookup the listener does
-//! for each packet of a service that is not built in.
+//! for each packet of a service that is not built in. PRINTF's output sinks
+//! are registrations too (under `SERVICE_PRINTF`, which no handler may take),
+//! so they get the same scopes, lookup and unregister wait.
 //!
 //! # Serving path without locks
 //!
@@ -76,12 +78,19 @@ pub enum Handler {
     Packet { function: PacketFn, user_data: usize },
     /// A Rust service.
     Builtin(Arc<dyn BuiltinService>),
+    /// Where PRINTF's formatted messages go (registered under
+    /// `SERVICE_PRINTF`, which no other handler may take).
+    PrintfSink { function: PrintfSinkFn, user_data: usize },
 }
 
 /// The non-NULL form of `amdgpu_dropin_hostcall_lane_fn`.
 pub type LaneFn = unsafe extern "C-unwind" fn(*mut c_void, *mut c_void, u32, u32, *mut u64) -> i32;
 /// The non-NULL form of `amdgpu_dropin_hostcall_packet_fn`.
 pub type PacketFn = unsafe extern "C-unwind" fn(*mut c_void, *mut HostPacket) -> i32;
+/// The non-NULL form of `amdgpu_dropin_hostcall_printf_sink_fn`:
+/// `(user_data, buffer, stream, bytes, length) -> bytes written`.
+pub type PrintfSinkFn =
+    unsafe extern "C-unwind" fn(*mut c_void, *mut c_void, u32, *const core::ffi::c_char, usize) -> usize;
 
 const _: () = {
     // The C typedefs are exactly Option<these>.
@@ -95,6 +104,7 @@ impl Handler {
             Handler::Lane { .. } => "per-lane handler",
             Handler::Packet { .. } => "per-packet handler",
             Handler::Builtin(_) => "built-in service",
+            Handler::PrintfSink { .. } => "printf sink",
         }
     }
 }
@@ -293,6 +303,31 @@ impl HandlerTable {
         if is_reserved(service) {
             return Err(HandlerError::ReservedService(service));
         }
+        self.insert(service, buffer, make)
+    }
+
+    /// Registers a PRINTF output sink for `buffer` (None: every buffer).
+    pub fn register_printf_sink(
+        &self,
+        buffer: Option<usize>,
+        function: PrintfSinkFn,
+        user_data: usize,
+    ) -> Result<(), HandlerError> {
+        self.insert(SERVICE_PRINTF, buffer, |_| Handler::PrintfSink { function, user_data })
+    }
+
+    /// Unregisters the PRINTF output sink of `buffer` (None: every buffer)
+    /// and waits for its running calls (except those this thread is inside).
+    pub fn unregister_printf_sink(&self, buffer: Option<usize>) -> Result<(), HandlerError> {
+        self.remove(SERVICE_PRINTF, buffer)
+    }
+
+    fn insert(
+        &self,
+        service: u32,
+        buffer: Option<usize>,
+        make: impl FnOnce(&[Arc<Registration>]) -> Handler,
+    ) -> Result<(), HandlerError> {
         let mut registrations = self.lock();
         if registrations.iter().any(|r| r.service == service && r.buffer == buffer) {
             return Err(HandlerError::AlreadyRegistered);
@@ -318,6 +353,10 @@ impl HandlerTable {
         if is_reserved(service) {
             return Err(HandlerError::ReservedService(service));
         }
+        self.remove(service, buffer)
+    }
+
+    fn remove(&self, service: u32, buffer: Option<usize>) -> Result<(), HandlerError> {
         let registration = {
             let mut registrations = self.lock();
             let index = registrations

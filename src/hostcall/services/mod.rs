@@ -250,6 +250,8 @@ fn run_handler(registration: &Registration, packet: &mut HostPacket) {
             }
         }
         Handler::Builtin(builtin) => builtin.serve(packet),
+        // Registered only under PRINTF, which is built in and never comes here.
+        Handler::PrintfSink { .. } => packet.for_each_active_lane(|_, _, slot| slot[0] = ERROR_VALUE),
     }
 }
 

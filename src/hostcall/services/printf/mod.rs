@@ -12,9 +12,10 @@
 //! * neither flag: a continuation; the words are appended to message `id`;
 //!   the descriptor is echoed back.
 //! * END: the last words are appended, the message is formatted
-//!   (`format::format_message`) and written with one `write(2)` to stdout,
-//!   or stderr when control bit 0 is set; slot[0] = bytes written (as u64),
-//!   or -1 (`u64::MAX`) on any error.
+//!   (`format::format_message`) and handed whole to the printf sink
+//!   registered for the buffer (or for every buffer), else written with one
+//!   `write(2)` to fd 1, or fd 2 when control bit 0 is set; slot[0] = bytes
+//!   written (as u64), or -1 (`u64::MAX`) on any error.
 //!
 //! # Errors never crash and never read outside the message
 //! A refused non-END packet (unknown id, another lane's id, message cap
@@ -47,10 +48,17 @@ use std::sync::Mutex;
 pub use format::{format_message, pack_string, FormatError, Formatted};
 pub use message::{AssemblyError, Descriptor, Limits, MessageTable, Step, POISON_DESCRIPTOR};
 
+use super::handlers::{self, Handler};
+use super::ids::SERVICE_PRINTF;
 use crate::log::Level;
 
 /// The value returned to the device for a failed message (-1).
 pub const PRINTF_ERROR: u64 = u64::MAX;
+
+/// The stream a message is for, as a registered sink is told: standard output.
+pub const STREAM_STDOUT: u32 = 1;
+/// The stream of a message with control bit 0 set: standard error.
+pub const STREAM_STDERR: u32 = 2;
 
 /// Where formatted messages go: `(to_stderr, bytes) -> bytes written`.
 pub type Sink = Box<dyn Fn(bool, &[u8]) -> usize + Send + Sync>;
@@ -105,7 +113,7 @@ impl PrintfService {
         };
         slot[0] = match step {
             Ok(Step::Continue { id }) => Descriptor::reply(word, id),
-            Ok(Step::Complete(words)) => self.print(&words),
+            Ok(Step::Complete(words)) => self.print(buffer_key, &words),
             Err(error) => {
                 self.log_once(
                     assembly_bit(error),
@@ -136,7 +144,7 @@ impl PrintfService {
     }
 
     /// Formats and writes a complete message; returns the reply word.
-    fn print(&self, words: &[u64]) -> u64 {
+    fn print(&self, buffer_key: usize, words: &[u64]) -> u64 {
         let formatted = match format_message(words, self.limits.max_output_bytes) {
             Ok(formatted) => formatted,
             Err(error) => {
@@ -149,10 +157,7 @@ impl PrintfService {
         }
         let written = match &self.sink {
             Some(sink) => sink(formatted.stderr, &formatted.bytes),
-            None => {
-                let fd = if formatted.stderr { libc::STDERR_FILENO } else { libc::STDOUT_FILENO };
-                crate::log::write_out(fd, &formatted.bytes)
-            }
+            None => write_out(buffer_key, formatted.stderr, &formatted.bytes),
         };
         if written != formatted.bytes.len() {
             self.log_once(1 << 31, format_args!("printf: output write failed after {written} bytes"));
@@ -175,6 +180,32 @@ impl PrintfService {
     }
 }
 
+/// Hands one whole message to the sink registered for `buffer_key` (or for
+/// every buffer), else writes it to fd 1 or 2 in one write (`log::write_out`,
+/// which notes a reader gone). Returns the bytes written.
+fn write_out(buffer_key: usize, stderr: bool, bytes: &[u8]) -> usize {
+    if let Some(call) = handlers::table().enter(SERVICE_PRINTF, buffer_key) {
+        if let Handler::PrintfSink { function, user_data } = call.registration().handler {
+            let stream = if stderr { STREAM_STDERR } else { STREAM_STDOUT };
+            // SAFETY: the registration contract: `function` has the sink
+            // signature and may be called with `user_data` until it is
+            // unregistered (this call is counted, so unregister waits for
+            // it); `bytes` is live for `bytes.len()` reads during the call.
+            return unsafe {
+                function(
+                    user_data as *mut _,
+                    buffer_key as *mut _,
+                    stream,
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                )
+            };
+        }
+    }
+    let fd = if stderr { libc::STDERR_FILENO } else { libc::STDOUT_FILENO };
+    crate::log::write_out(fd, bytes)
+}
+
 fn assembly_bit(error: AssemblyError) -> u32 {
     1 << (error as u32)
 }
@@ -187,6 +218,7 @@ fn format_bit(error: FormatError) -> u32 {
 mod tests {
     use super::message::{DESC_BEGIN, DESC_END, DESC_ID_SHIFT, DESC_LEN_SHIFT};
     use super::*;
+    use crate::hostcall::services::handlers::HandlerError;
     use std::sync::{Arc, Mutex as StdMutex};
 
     type Captured = Arc<StdMutex<Vec<(bool, Vec<u8>)>>>;
@@ -471,6 +503,63 @@ mod tests {
         assert_eq!(slot[0], PRINTF_ERROR);
         assert!(out.lock().unwrap().is_empty());
         assert_eq!(svc.open_messages(0), 0);
+    }
+
+    /// One call the registered test sink saw: (user, buffer, stream, bytes).
+    type SinkCall = (usize, usize, u32, Vec<u8>);
+    static SEEN: StdMutex<Vec<SinkCall>> = StdMutex::new(Vec::new());
+
+    unsafe extern "C-unwind" fn record(
+        user: *mut core::ffi::c_void,
+        buffer: *mut core::ffi::c_void,
+        stream: u32,
+        bytes: *const core::ffi::c_char,
+        length: usize,
+    ) -> usize {
+        // SAFETY: the service passes `length` readable bytes.
+        let bytes = unsafe { core::slice::from_raw_parts(bytes.cast::<u8>(), length) };
+        SEEN.lock().unwrap().push((user as usize, buffer as usize, stream, bytes.to_vec()));
+        // user 2 is a sink that fails after one byte.
+        if user as usize == 2 {
+            1
+        } else {
+            length
+        }
+    }
+
+    #[test]
+    fn a_registered_sink_gets_each_whole_message_with_its_stream() {
+        let table = handlers::table();
+        let (own, global_only) = (0x5150_1000usize, 0x5150_2000usize);
+        let svc = PrintfService::new();
+        table.register_printf_sink(Some(own), record, 1).unwrap();
+        assert_eq!(
+            table.register_printf_sink(Some(own), record, 9),
+            Err(HandlerError::AlreadyRegistered),
+            "one sink per scope"
+        );
+        assert_eq!(device_printf(&svc, own, 0, 0, b"out %d\n", &[vec![7]]), 6);
+        assert_eq!(device_printf(&svc, own, 3, 1, b"err", &[]), 3);
+        table.register_printf_sink(Some(global_only), record, 2).unwrap();
+        assert_eq!(device_printf(&svc, global_only, 0, 0, b"short", &[]), PRINTF_ERROR, "sink wrote 1 byte");
+        let seen: Vec<_> = SEEN.lock().unwrap().drain(..).collect();
+        assert_eq!(
+            seen,
+            vec![
+                (1, own, STREAM_STDOUT, b"out 7\n".to_vec()),
+                (1, own, STREAM_STDERR, b"err".to_vec()),
+                (2, global_only, STREAM_STDOUT, b"short".to_vec()),
+            ]
+        );
+        table.unregister_printf_sink(Some(own)).unwrap();
+        table.unregister_printf_sink(Some(global_only)).unwrap();
+        assert_eq!(table.unregister_printf_sink(Some(own)), Err(HandlerError::NotRegistered));
+        assert!(table.enter(SERVICE_PRINTF, own).is_none(), "no sink left for the buffer");
+        assert_eq!(
+            table.unregister(SERVICE_PRINTF, Some(own)),
+            Err(HandlerError::ReservedService(SERVICE_PRINTF)),
+            "a sink is not a handler"
+        );
     }
 
     #[test]
