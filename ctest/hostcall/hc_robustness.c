@@ -449,12 +449,12 @@ static void test_counters(void) {
     DROPIN_CHECK_MSG(c.packets[s] == 0 && c.lanes[s] == 0, "service slot %u counts before any call", s);
   }
   const uint64_t calls = 5;
-  for (uint64_t i = 0; i < calls; ++i) DROPIN_CHECK(call_ok(buffer, 100 + i) == 0);
+  for (uint64_t i = 0; i < calls; ++i) DROPIN_CHECK(hc_call_ok(buffer, 100 + i) == 0);
   /* One lane only: the lanes count what was active. */
   uint64_t lanes[64][8];
   fill_fc(lanes, 7);
   DROPIN_CHECK(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1ull << 9, lanes,
-                                   TIMEOUT_NS) == DEVICE_SIM_OK);
+                                   HC_CALL_TIMEOUT_NS) == DEVICE_SIM_OK);
   DROPIN_REQUIRE(get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_OK);
   DROPIN_CHECK_MSG(c.packets[AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL] == calls + 1,
                    "FUNCTION_CALL packets %llu, want %llu",
