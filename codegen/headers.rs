@@ -52,6 +52,7 @@ pub const HEADERS: &[Header] = &[
             src("src/hostcall/protocol", "host_packet.rs"),
             src("src/ffi", "hostcall_ext.rs"),
             src("src/ffi", "hostcall_protocol.rs"),
+            src("src/ffi", "hostcall_counters.rs"),
         ],
         output: "include/amdgpu_dropin_hostcall.h",
     },

@@ -170,12 +170,20 @@ COMMANDS = {
                    "cargo target dir) when a system ROCr is installed"),
     "python3 scripts/docs_check.py": ("run", "scripts/test.sh"),
     # bench/README.md
-    "cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release":
+    "cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo":
         ("manual", "the benchmark's full run (minutes, results checked in); ctest's bench-smoke label runs "
                    "hostcall_bench briefly"),
     "cmake --build build --target hostcall_bench": ("manual", "as above"),
-    "build/bench/hostcall_bench --json bench/results/results.json --svg bench/results/latency.svg":
+    "build/bench/hostcall_bench --json run.json": ("manual", "as above"),
+    "build/bench/hostcall_bench --sections device,heavy,paced --json part1.json": ("manual", "as above"),
+    "build/bench/hostcall_bench --sections harness,wakeup,lost,threads,idle --json part2.json":
         ("manual", "as above"),
+    "python3 bench/report/report.py run.json": ("file", "bench/CMakeLists.txt", "bench/report/report.py"),
+    "python3 bench/report/merge_runs.py --out run.json part1.json part2.json":
+        ("manual", "joins the sections of a full run; bench/report/runs.py's join is what perf_doc.py uses"),
+    "python3 bench/report/merge_runs.py --median --out median.json run1.json run2.json":
+        ("manual", "as above"),
+    "python3 bench/report/perf_doc.py": ("file", "bench/CMakeLists.txt", "bench/report/perf_doc.py --check"),
 }
 
 # Benchmark figures (measured ratios, percentiles, CPU costs, throughput):

@@ -159,13 +159,24 @@ bool device_sim_push_ready_raw_if_empty(void* buffer, uint64_t ptr) {
                                                  memory_order_release, memory_order_relaxed);
 }
 
-void device_sim_ring_doorbell(void* buffer) {
-  device_sim_buffer_header_t* header = device_sim_header(buffer);
-  hsa_signal_t doorbell = {header->doorbell};
-  /* The device library's doorbell add is a release atomic; screlease is the
-   * HSA equivalent (and the signal's event wakes a blocked listener). */
-  hsa_signal_add_screlease(doorbell, 1);
+/* The software runtime's entry for a GPU's ring (hsa_sim.h); a system ROCr
+ * has none, and then the ring is the host's add. */
+extern void hsa_sim_signal_add_from_device(hsa_signal_t signal, hsa_signal_value_t value)
+    __attribute__((weak));
+
+void device_sim_ring(uint64_t handle) {
+  hsa_signal_t doorbell = {handle};
+  if (hsa_sim_signal_add_from_device != NULL) {
+    /* A wave's ring: the release add, and an interrupt that costs the wave
+     * no system call (the kernel wakes a sleeping listener). */
+    hsa_sim_signal_add_from_device(doorbell, 1);
+  } else {
+    /* screlease: the HSA equivalent of the device library's release add. */
+    hsa_signal_add_screlease(doorbell, 1);
+  }
 }
+
+void device_sim_ring_doorbell(void* buffer) { device_sim_ring(device_sim_header(buffer)->doorbell); }
 
 int device_sim_wait_served(void* buffer, uint64_t ptr, uint64_t timeout_ns) {
   if (buffer == NULL) return DEVICE_SIM_ERR_ARGUMENT;

@@ -8,7 +8,9 @@
  *   2. write service, activemask and control = READY, and the 8 words of each
  *      active lane into the packet's payload;
  *   3. push the packet onto the ready stack (next = old top, release CAS);
- *   4. add 1 to the doorbell signal (hsa_signal_add_screlease);
+ *   4. add 1 to the doorbell signal (a release add whose interrupt wakes
+ *      only a sleeping listener: hsa_sim_signal_add_from_device in the
+ *      software runtime, hsa_signal_add_screlease on a system ROCr);
  *   5. spin until the host clears READY (acquire), with a timeout so a broken
  *      listener fails a test instead of hanging it;
  *   6. copy slot[0..1] of each active lane back to the caller;
@@ -154,7 +156,8 @@ void device_sim_push_ready(void* buffer, uint64_t ptr);
  * touching any packet header (for indices outside the buffer whose header
  * must not be written). Returns true if pushed. */
 bool device_sim_push_ready_raw_if_empty(void* buffer, uint64_t ptr);
-/* Step 4: adds 1 to the doorbell signal named in the buffer header. */
+/* Step 4: adds 1 to the doorbell signal named in the buffer header, as a
+ * wave rings (step 4 above). */
 void device_sim_ring_doorbell(void* buffer);
 /* Step 5: spins until READY of the packet `ptr` designates is clear. */
 int device_sim_wait_served(void* buffer, uint64_t ptr, uint64_t timeout_ns);

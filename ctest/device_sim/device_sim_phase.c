@@ -178,9 +178,8 @@ bool device_sim_phase_ring_throttled(void* buffer) {
      * old time rings; the other does not. */
     previous = atomic_exchange_explicit(&last_ring_ticks, now, memory_order_relaxed);
     if (now - previous > DEVICE_SIM_PHASE_THROTTLE_TICKS) {
-      hsa_signal_t doorbell = {device_sim_phase_prefix(buffer)->doorbell};
       /* Release add, as the device library's signal add. */
-      hsa_signal_add_screlease(doorbell, 1);
+      device_sim_ring(device_sim_phase_prefix(buffer)->doorbell);
       /* Relaxed: statistics. */
       atomic_fetch_add_explicit(&rings, 1, memory_order_relaxed);
       return true;
@@ -190,6 +189,8 @@ bool device_sim_phase_ring_throttled(void* buffer) {
   atomic_fetch_add_explicit(&throttled, 1, memory_order_relaxed);
   return false;
 }
+
+void device_sim_phase_ring(void* buffer) { device_sim_ring(device_sim_phase_prefix(buffer)->doorbell); }
 
 uint64_t device_sim_phase_rings(void) {
   /* Relaxed: statistics. */

@@ -149,6 +149,8 @@ void device_sim_phase_fill(void* buffer, uint32_t index, uint32_t service, uint6
 void device_sim_phase_flip(void* buffer, uint32_t index);
 /* Step 4, throttled as the device library does; returns true if it rang. */
 bool device_sim_phase_ring_throttled(void* buffer);
+/* A ring with no throttle (a test's or benchmark's rescue of a lost ring). */
+void device_sim_phase_ring(void* buffer);
 /* Step 5: waits until host_phase[index] == device_phase[index]. */
 int device_sim_phase_wait_answered(void* buffer, uint32_t index, uint64_t timeout_ns);
 /* Step 6. */

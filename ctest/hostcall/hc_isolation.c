@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu_dropin_hostcall.h"
 #include "amdgpu_dropin_hostcall_constants.h"
 #include "device_sim.h"
 #include "hc_test.h"
@@ -339,6 +340,43 @@ static void test_disable_while_on_helper_waits_for_the_service(void) {
   DROPIN_CHECK_MSG(call(g_a, fast_function, arg++) == HC_SERVED_BY_MAIN, "a re-enabled buffer starts on the main listener");
 }
 
+static uint64_t handoffs(void* buffer) {
+  amdgpu_dropin_hostcall_counters_t c;
+  memset(&c, 0, sizeof(c));
+  c.size = (uint32_t)sizeof(c);
+  if (amdgpu_dropin_hostcall_get_counters(buffer, &c) != AMDGPU_DROPIN_HOSTCALL_OK) return UINT64_MAX;
+  return c.helper_handoffs;
+}
+
+/* With no other buffer to protect, a slow buffer is served by the main
+ * listener (issue 27 item 6): a helper would only add a thread. A moves to
+ * the helper while B is enabled (counted as a hand-off); once B is disabled
+ * A is back on the main listener at its next call, and twice SLOW_STREAK
+ * slow calls later it is still there, with no further hand-off counted. */
+static void test_a_lone_slow_buffer_stays_on_the_main_listener(void) {
+  uint64_t arg = 5000;
+  uint64_t before = handoffs(g_a);
+  DROPIN_REQUIRE_MSG(before != UINT64_MAX, "A's counters");
+  blocked_call_t held;
+  DROPIN_REQUIRE_MSG(move_a_to_helper(&held, &arg) >= 0, "A on the helper");
+  DROPIN_CHECK_MSG(release_blocked(&held) == HC_SERVED_BY_HELPER, "the held call is answered");
+  DROPIN_CHECK_MSG(handoffs(g_a) == before + 1, "the hand-off was counted (%llu, before %llu)",
+                   (unsigned long long)handoffs(g_a), (unsigned long long)before);
+  disableHostcalls(g_b, g_b);
+  DROPIN_CHECK_MSG(call(g_a, fast_function, arg++) == HC_SERVED_BY_MAIN,
+                   "the only buffer left is served by the main listener");
+  for (uint32_t k = 0; k < 2 * AMDGPU_DROPIN_HOSTCALL_SLOW_STREAK; ++k) {
+    uint64_t who = start_blocked(&held, g_a, arg++);
+    hc_sleep_ms(2 + (uint32_t)(AMDGPU_DROPIN_HOSTCALL_SLOW_VISIT_US / 1000));
+    uint64_t served = release_blocked(&held);
+    DROPIN_CHECK_MSG(who == HC_SERVED_BY_MAIN && served == who,
+                     "lone slow call %u: entered by %llu, answered %llu", k, (unsigned long long)who,
+                     (unsigned long long)served);
+  }
+  DROPIN_CHECK_MSG(handoffs(g_a) == before + 1, "a lone buffer was handed to the helper");
+  DROPIN_REQUIRE_MSG(enableHostcalls(g_b, PACKETS, g_b), "enable B again");
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   hc_hsa_init();
@@ -354,6 +392,7 @@ int main(void) {
   HC_RUN(test_an_unused_helper_does_not_wake);
   HC_RUN(test_only_the_main_listener_waits_on_hsa);
   HC_RUN(test_disable_while_on_helper_waits_for_the_service);
+  HC_RUN(test_a_lone_slow_buffer_stays_on_the_main_listener);
   disableHostcalls(g_a, g_a);
   disableHostcalls(g_b, g_b);
   int left = hc_listener_threads();

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu_dropin_hostcall.h"
 #include "amdgpu_dropin_hostcall_constants.h"
 #include "device_sim.h"
 #include "hc_test.h"
@@ -415,6 +416,73 @@ static void test_idle_waits_grow(void) {
   hsa_sim_set_periodic_recheck(true, 1000);
 }
 
+/* ---- the buffer's counters ------------------------------------------------ */
+
+static amdgpu_dropin_hostcall_status_t get_counters(void* buffer, amdgpu_dropin_hostcall_counters_t* c) {
+  memset(c, 0xAB, sizeof(*c));
+  c->size = (uint32_t)sizeof(*c);
+  return amdgpu_dropin_hostcall_get_counters(buffer, c);
+}
+
+/* amdgpu_dropin_hostcall_get_counters: bad arguments are refused and leave
+ * *out alone; the counts are what the listener did for this buffer: packets
+ * and lanes per service, the lost ring it found, no hand-off; once disabled
+ * the buffer has none. Counts only, no time. */
+static void test_counters(void) {
+  hsa_sim_set_periodic_recheck(false, 0);
+  void* buffer = hc_alloc_buffer(8);
+  amdgpu_dropin_hostcall_counters_t c;
+  DROPIN_CHECK(get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED);
+  DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
+  DROPIN_CHECK(amdgpu_dropin_hostcall_get_counters(buffer, NULL) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
+  DROPIN_CHECK(get_counters(NULL, &c) == AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
+  memset(&c, 0xAB, sizeof(c));
+  c.size = 8; /* older or broken caller: too small */
+  DROPIN_CHECK(amdgpu_dropin_hostcall_get_counters(buffer, &c) ==
+               AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
+  DROPIN_CHECK_MSG(c.lost_rings == 0xABABABABABABABABull, "a refused call wrote *out");
+
+  DROPIN_REQUIRE(get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_OK);
+  DROPIN_CHECK(c.size == sizeof(c) && c.reserved == 0);
+  for (uint32_t s = 0; s < AMDGPU_DROPIN_HOSTCALL_COUNTER_SERVICES; ++s) {
+    DROPIN_CHECK_MSG(c.packets[s] == 0 && c.lanes[s] == 0, "service slot %u counts before any call", s);
+  }
+  const uint64_t calls = 5;
+  for (uint64_t i = 0; i < calls; ++i) DROPIN_CHECK(hc_call_ok(buffer, 100 + i) == 0);
+  /* One lane only: the lanes count what was active. */
+  uint64_t lanes[64][8];
+  fill_fc(lanes, 7);
+  DROPIN_CHECK(device_sim_hostcall(buffer, DEVICE_SIM_SERVICE_FUNCTION_CALL, 1ull << 9, lanes,
+                                   HC_CALL_TIMEOUT_NS) == DEVICE_SIM_OK);
+  DROPIN_REQUIRE(get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_OK);
+  DROPIN_CHECK_MSG(c.packets[AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL] == calls + 1,
+                   "FUNCTION_CALL packets %llu, want %llu",
+                   (unsigned long long)c.packets[AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL],
+                   (unsigned long long)(calls + 1));
+  DROPIN_CHECK_MSG(c.lanes[AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL] == calls * 64 + 1,
+                   "FUNCTION_CALL lanes %llu, want %llu",
+                   (unsigned long long)c.lanes[AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL],
+                   (unsigned long long)(calls * 64 + 1));
+  DROPIN_CHECK(c.packets[AMDGPU_DROPIN_HOSTCALL_SERVICE_PRINTF] == 0);
+  DROPIN_CHECK_MSG(c.lost_rings == 0, "%llu lost rings without one", (unsigned long long)c.lost_rings);
+  DROPIN_CHECK(c.helper_handoffs == 0);
+  DROPIN_CHECK_MSG(c.doorbell_rings >= 1, "no ring seen for %llu rung calls", (unsigned long long)calls);
+  DROPIN_CHECK(c.wait_timeouts <= c.blocked_waits);
+
+  /* A request that never rings: found without a ring, and counted so. */
+  hc_sleep_ms(20);
+  never_rung_call(buffer, 31, "never rung (counters)");
+  DROPIN_REQUIRE(get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_OK);
+  DROPIN_CHECK_MSG(c.lost_rings == 1, "lost rings %llu, want 1", (unsigned long long)c.lost_rings);
+  DROPIN_CHECK(c.packets[AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL] == calls + 2);
+  DROPIN_CHECK(c.helper_handoffs == 0);
+  disableHostcalls(buffer, NULL);
+  DROPIN_CHECK(get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED);
+  hc_free_buffer(buffer);
+  hsa_sim_set_periodic_recheck(true, 1000);
+}
+
 int main(int argc, char** argv) {
   static const hc_child_case_t cases[] = {
       {"out_of_range", child_out_of_range},
@@ -426,6 +494,7 @@ int main(int argc, char** argv) {
   HC_RUN(test_activemask_zero);
   HC_RUN(test_lost_doorbell);
   HC_RUN(test_idle_waits_grow);
+  HC_RUN(test_counters);
   HC_RUN(test_ready_stack_cycle);
   HC_RUN(test_index_outside_buffer);
   HC_RUN(test_unknown_service);

@@ -172,6 +172,27 @@ HSA_API void hsa_sim_set_wait_wake_delay_us(uint32_t us);
  * it or its timeout ends (it notices a plain write only while it polls). */
 HSA_API void hsa_sim_set_periodic_recheck(bool on, uint32_t period_us);
 
+/* How signal waits behave. HSA_SIM_WAIT_ROCR (the default) is ROCr's
+ * contract (README.md, "Signal waits"): polls are tight loops without pause
+ * or yield, a BLOCKED wait polls its first 200 us and then sleeps in an event
+ * wait whose timeout the kernel counts in ticks (hsa_sim_set_event_wait_hz),
+ * and a GPU's ring (hsa_sim_signal_add_from_device) costs the ringer no
+ * system call. HSA_SIM_WAIT_LEGACY is this runtime's earlier, kinder model,
+ * kept only so that the benchmark can name it: a pause in every poll, ACTIVE
+ * waits that yield every 1024 spins, exact millisecond sleeps, and rings
+ * that wake like host writes. */
+typedef enum { HSA_SIM_WAIT_ROCR = 0, HSA_SIM_WAIT_LEGACY = 1 } hsa_sim_wait_model_t;
+HSA_API void hsa_sim_set_wait_model(hsa_sim_wait_model_t model);
+/* The kernel tick (CONFIG_HZ) event-wait timeouts are counted in: a sleep of
+ * N ms that nothing wakes lasts msecs_to_jiffies(N) + 1 ticks, ending on a
+ * tick. Default 250; 0 sleeps exactly N ms. */
+HSA_API void hsa_sim_set_event_wait_hz(uint32_t hz);
+/* What a wave's doorbell ring does (the device library's signal add): a
+ * release add of `value`, then the interrupt, which wakes a waiter only if
+ * it sleeps in its event wait; a waiter still polling sees the new value by
+ * itself. Invalid handles are ignored. */
+HSA_API void hsa_sim_signal_add_from_device(hsa_signal_t signal, hsa_signal_value_t value);
+
 /* Whether the simulated kernel driver reports event ages (default: yes, as
  * current ones). Without them, as in ROCr, a wait that starts while another
  * wait on the same signal is in progress spins (is made ACTIVE). */

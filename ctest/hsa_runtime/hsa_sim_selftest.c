@@ -1159,20 +1159,27 @@ static void test_waits(void) {
     DROPIN_CHECK(hsa_sim_wait_final_polls() == final_polls);
     DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts);
   }
-  /* Re-check off: the raw write is not seen while the wait sleeps, only by
-   * its poll of the last partial millisecond (as ROCr's wait). */
+  /* Re-check off: the raw write is not seen while the wait sleeps, only once
+   * less than a whole millisecond is left: with exact millisecond sleeps
+   * (tick 0) by the poll of that last part; with the kernel's ticks the
+   * sleep ends past the deadline and the look after it sees it (as ROCr's
+   * wait, which reads the value before it checks the time). Either way the
+   * wait returns the value, not a timeout. */
   hsa_sim_set_periodic_recheck(false, 0);
-  {
+  for (int ticks = 0; ticks < 2; ++ticks) {
     int64_t v;
     uint64_t total;
+    hsa_sim_set_event_wait_hz(ticks ? 250u : 0u);
     hsa_signal_store_relaxed(sig, 0);
-    uint64_t final_polls = hsa_sim_wait_final_polls();
+    uint64_t final_polls = hsa_sim_wait_final_polls(), timeouts = hsa_sim_wait_timeouts();
     wait_for_setter(sig, 5, 78, true, 300000000ull, HSA_WAIT_STATE_BLOCKED, &v, &total);
-    DROPIN_CHECK(hsa_sim_wait_final_polls() == final_polls + 1); /* only the last poll saw it */
+    DROPIN_CHECK(hsa_sim_wait_final_polls() == final_polls + 1);
+    DROPIN_CHECK(hsa_sim_wait_timeouts() == timeouts);
     DROPIN_CHECK(v == 78);
-    printf("raw write with re-check off: wait returned after %.1f ms (timeout 300 ms)\n",
-           (double)total / 1e6);
+    printf("raw write with re-check off, tick %s: wait returned after %.1f ms (timeout 300 ms)\n",
+           ticks ? "4 ms" : "none", (double)total / 1e6);
   }
+  hsa_sim_set_event_wait_hz(250);
   /* ROCr's blocked wait sleeps only whole milliseconds: one of 1 ms or less
    * never sleeps (it polls to its timeout); one with more than 1 ms left
    * after its first 200 us of polling sleeps. */

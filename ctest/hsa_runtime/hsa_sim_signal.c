@@ -18,7 +18,8 @@
  * write through hsa_sim_signal_value_ptr is noticed. When a futex wake
  * ends its sleep, the waiter first sleeps the configured wake delay
  * (hsa_sim_set_wait_wake_delay_us), modelling interrupt latency. An ACTIVE
- * wait spins (with a pause instruction, yielding the CPU now and then).
+ * wait spins as ROCr's (no pause, no yield). A GPU's ring
+ * (hsa_sim_signal_add_from_device) wakes only a waiter that sleeps.
  *
  * Operations on an invalid handle: status-returning functions give
  * HSA_STATUS_ERROR_INVALID_SIGNAL; loads, read-modify-writes returning a
@@ -40,13 +41,18 @@
 
 #include "hsa_sim_internal.h"
 
+/* The value has a cache line of its own, as ROCr's signal: a GPU's ring
+ * writes only the value (the interrupt goes to the kernel), so a waiter
+ * polling it shares that line with nobody but the ringer. The runtime's
+ * bookkeeping (ROCr keeps it in the host object) sits on the next line. */
 typedef struct {
   _Alignas(64) _Atomic int64_t value;
-  _Atomic uint32_t seq;     /* futex word, bumped on every notifying change */
-  _Atomic uint32_t waiters; /* BLOCKED waiters currently registered */
-  _Atomic uint32_t waiting; /* waits in progress, either state (ROCr's waiting_) */
-  _Atomic uint32_t gen;     /* odd while live */
-  uint32_t next_free;       /* free list link (index + 1), under the lock */
+  _Alignas(64) _Atomic uint32_t seq; /* futex word, bumped on every notifying change */
+  _Atomic uint32_t waiters;  /* BLOCKED waiters currently registered */
+  _Atomic uint32_t sleepers; /* BLOCKED waiters inside their futex sleep (the kernel's event wait) */
+  _Atomic uint32_t waiting;  /* waits in progress, either state (ROCr's waiting_) */
+  _Atomic uint32_t gen;      /* odd while live */
+  uint32_t next_free;        /* free list link (index + 1), under the lock */
 } sim_signal_t;
 
 _Static_assert(sizeof(_Atomic int64_t) == sizeof(int64_t),
@@ -134,6 +140,24 @@ HSA_API uint32_t hsa_sim_blocked_waits(void) {
 }
 static _Atomic bool g_recheck_on = false;
 static _Atomic uint32_t g_recheck_us = 1000;
+
+/* The wait model (hsa_sim_set_wait_model) and the kernel tick that event-wait
+ * timeouts are counted in (hsa_sim_set_event_wait_hz); relaxed, as above. */
+static _Atomic int g_wait_model = HSA_SIM_WAIT_ROCR;
+static _Atomic uint32_t g_event_wait_hz = 250;
+
+HSA_API void hsa_sim_set_wait_model(hsa_sim_wait_model_t model) {
+  atomic_store_explicit(&g_wait_model, model == HSA_SIM_WAIT_LEGACY ? HSA_SIM_WAIT_LEGACY : HSA_SIM_WAIT_ROCR,
+                        memory_order_relaxed);
+}
+
+HSA_API void hsa_sim_set_event_wait_hz(uint32_t hz) {
+  atomic_store_explicit(&g_event_wait_hz, hz, memory_order_relaxed);
+}
+
+static bool sim_legacy_waits(void) {
+  return atomic_load_explicit(&g_wait_model, memory_order_relaxed) == HSA_SIM_WAIT_LEGACY;
+}
 
 /* Whether the kernel driver reports event ages (hsa_sim_set_event_age). */
 static _Atomic bool g_event_age = true;
@@ -264,6 +288,35 @@ static void sim_signal_notify(sim_signal_t* s) {
   if (atomic_load_explicit(&s->waiters, memory_order_seq_cst) != 0) {
     sim_futex_wake_all(&s->seq);
   }
+}
+
+/* A GPU's ring (the device library's signal add): the value changes and the
+ * interrupt goes to the kernel, which wakes a waiter only if one sleeps in
+ * its event wait; the ringing wave pays no system call, and a waiter still
+ * in its poll sees the value change by itself. The sleeper side
+ * (sim_wait_on) raises `sleepers` and re-reads `seq` before it sleeps; with
+ * the seq_cst bump and load here that is the store-buffering pattern of
+ * sim_signal_notify, so a sleeper is either seen and woken or sees the bump. */
+static void sim_signal_interrupt(sim_signal_t* s) {
+  atomic_fetch_add_explicit(&s->seq, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&s->sleepers, memory_order_seq_cst) != 0) {
+    sim_futex_wake_all(&s->seq);
+  }
+}
+
+HSA_API void hsa_sim_signal_add_from_device(hsa_signal_t signal, hsa_signal_value_t value) {
+  sim_signal_t* s = sim_signal_get(signal);
+  if (s == NULL) return;
+  if (sim_legacy_waits()) {
+    /* The old model: the ring notifies like a host write. */
+    atomic_fetch_add_explicit(&s->value, value, memory_order_seq_cst);
+    sim_signal_notify(s);
+    return;
+  }
+  /* Release, as the device library's add: the packet writes before it are
+   * visible to a host that sees the new value. */
+  atomic_fetch_add_explicit(&s->value, value, memory_order_release);
+  sim_signal_interrupt(s);
 }
 
 /* Under the lock. */
@@ -499,17 +552,36 @@ static bool sim_condition_met(hsa_signal_condition_t condition,
 }
 
 /* ROCr's BLOCKED wait (InterruptSignal::WaitRelaxed), modelled here:
- * - it polls the value for its first 200 us before it sleeps at all, so
- *   every blocked wait that is not answered at once costs up to 200 us of
- *   CPU;
- * - it then sleeps on the signal's event for the time left rounded down to
- *   whole milliseconds; with less than one whole millisecond left it polls
+ * - it polls the value for its first 200 us before it sleeps at all, in a
+ *   tight loop (a load and a clock read; no pause, no yield), so every
+ *   blocked wait that is not answered at once costs up to 200 us of CPU;
+ * - it then sleeps in the kernel's event wait for the time left rounded down
+ *   to whole milliseconds; with less than one whole millisecond left it polls
  *   (an event wait of 0 ms returns at once), so a timeout's last partial
  *   millisecond is polled too, and a wait of a millisecond or less never
- *   sleeps. */
+ *   sleeps;
+ * - the kernel counts that timeout in ticks: msecs_to_jiffies(ms) + 1 ticks,
+ *   ending on a tick, so a sleep that times out lasts up to two ticks longer
+ *   than asked (sim_event_sleep_ns; hsa_sim_set_event_wait_hz, 250 by
+ *   default, the longer of the usual distribution ticks).
+ * An ACTIVE wait spins the same tight loop for its whole timeout.
+ * HSA_SIM_WAIT_LEGACY keeps this runtime's earlier, kinder model: a pause
+ * in every poll, an ACTIVE wait that yields every 1024 spins, exact
+ * millisecond sleeps, and device rings that wake like host writes. */
 #define SIM_BLOCKED_POLL_NS 200000ull
 
 static uint64_t sim_whole_ms_ns(uint64_t ns) { return ns / 1000000ull * 1000000ull; }
+
+/* How long the kernel's event wait of `ms` whole milliseconds sleeps when
+ * nothing wakes it, from `now`. */
+static uint64_t sim_event_sleep_ns(uint64_t ms, uint64_t now) {
+  uint32_t hz = atomic_load_explicit(&g_event_wait_hz, memory_order_relaxed);
+  if (hz == 0 || sim_legacy_waits()) return ms * 1000000ull;
+  uint64_t tick = 1000000000ull / hz;
+  uint64_t ticks = (ms * hz + 999u) / 1000u + 1u; /* msecs_to_jiffies rounds up */
+  uint64_t end = (now / tick + ticks) * tick;     /* the timer fires on a tick */
+  return end - now;
+}
 
 static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
                                       hsa_signal_condition_t condition,
@@ -539,6 +611,28 @@ static hsa_signal_value_t sim_wait(sim_fn_t fn, hsa_signal_t signal,
   return v;
 }
 
+/* Polls until the condition is met (true, *v the value), the signal dies or
+ * `until` passes (false). ROCr's loop: a load and a clock read per turn, no
+ * pause; the legacy model pauses every turn and, when `yield`, yields every
+ * 1024 turns. The clock is read every 16 turns (a load is far cheaper than
+ * the clock here; ROCr reads the TSC every turn). */
+static bool sim_poll_until(sim_signal_t* s, uint32_t gen, hsa_signal_condition_t condition,
+                           hsa_signal_value_t compare, memory_order mo, uint64_t until,
+                           bool yield, hsa_signal_value_t* v) {
+  bool legacy = sim_legacy_waits();
+  for (uint32_t spins = 1;; ++spins) {
+    if (legacy) sim_cpu_relax();
+    *v = atomic_load_explicit(&s->value, mo);
+    if (sim_condition_met(condition, *v, compare)) return true;
+    if ((spins & 15u) == 0) {
+      if (!sim_signal_alive(s, gen)) return false;
+      if (until != UINT64_MAX && sim_now_ns() >= until) return false;
+      /* Legacy only: let the thread that will change the value run. */
+      if (legacy && yield && (spins & 1023u) == 0) sched_yield();
+    }
+  }
+}
+
 static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
                                       hsa_signal_condition_t condition,
                                       hsa_signal_value_t compare,
@@ -556,38 +650,27 @@ static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
                           : start + timeout_ns;
 
   if (state == HSA_WAIT_STATE_ACTIVE) {
-    for (uint32_t spins = 1;; ++spins) {
-      sim_cpu_relax();
-      v = atomic_load_explicit(&s->value, mo);
-      if (sim_condition_met(condition, v, compare)) return v;
-      if ((spins & 63u) == 0) {
-        if (!sim_signal_alive(s, gen)) return v;
-        if (deadline != UINT64_MAX && sim_now_ns() >= deadline) {
-          sim_count_timeout();
-          return v;
-        }
-        /* 2-core machines: let the thread that will change the value run. */
-        if ((spins & 1023u) == 0) sched_yield();
-      }
-    }
+    if (sim_poll_until(s, gen, condition, compare, mo, deadline, true, &v)) return v;
+    if (sim_signal_alive(s, gen)) sim_count_timeout();
+    return v;
   }
 
   atomic_fetch_add_explicit(&g_blocked_waits, 1, memory_order_relaxed);
   /* seq_cst: see sim_signal_notify. */
   atomic_fetch_add_explicit(&s->waiters, 1, memory_order_seq_cst);
+  /* The first 200 us: polled. */
+  uint64_t poll_end = deadline - start > SIM_BLOCKED_POLL_NS ? start + SIM_BLOCKED_POLL_NS : deadline;
+  bool met = sim_poll_until(s, gen, condition, compare, mo, poll_end, false, &v);
   bool final_poll = false; /* met in the poll of the last partial millisecond */
-  for (;;) {
+  while (!met) {
     /* seq_cst (an acquire): the value read after it is at least as new as
      * the change that produced this seq. */
     uint32_t seq = atomic_load_explicit(&s->seq, memory_order_seq_cst);
     v = atomic_load_explicit(&s->value, mo);
     if (sim_condition_met(condition, v, compare)) {
-      if (deadline != UINT64_MAX) {
-        uint64_t at = sim_now_ns();
-        final_poll = at - start >= SIM_BLOCKED_POLL_NS &&
-                     (at >= deadline || sim_whole_ms_ns(deadline - at) == 0);
-      }
-      if (final_poll) atomic_fetch_add_explicit(&g_final_polls, 1, memory_order_relaxed);
+      /* Seen with less than a whole millisecond left: the final poll's. */
+      uint64_t at = deadline == UINT64_MAX ? 0 : sim_now_ns();
+      final_poll = deadline != UINT64_MAX && (at >= deadline || sim_whole_ms_ns(deadline - at) == 0);
       break;
     }
     if (!sim_signal_alive(s, gen)) break;
@@ -596,22 +679,34 @@ static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
       sim_count_timeout();
       break;
     }
-    /* ROCr's blocked wait polls for its first SIM_BLOCKED_POLL_NS, and polls
-     * again once less than a whole millisecond is left (it sleeps whole
-     * milliseconds, rounded down); both cost CPU, as there. */
-    uint64_t sleep_ns = deadline == UINT64_MAX ? UINT64_MAX : sim_whole_ms_ns(deadline - now);
-    if (now - start < SIM_BLOCKED_POLL_NS || sleep_ns == 0) {
-      sim_cpu_relax();
-      continue;
+    /* ROCr sleeps whole milliseconds, rounded down; less than one left is
+     * polled to the deadline, at full CPU cost, as there. */
+    uint64_t whole = deadline == UINT64_MAX ? UINT64_MAX : sim_whole_ms_ns(deadline - now);
+    if (whole == 0) {
+      if (sim_poll_until(s, gen, condition, compare, mo, deadline, false, &v)) {
+        final_poll = true;
+        break;
+      }
+      continue; /* the loop's checks see the death or the deadline */
     }
+    uint64_t sleep_ns = whole == UINT64_MAX ? UINT64_MAX : sim_event_sleep_ns(whole / 1000000ull, now);
     /* relaxed: tuning knobs, see their definitions. */
     if (atomic_load_explicit(&g_recheck_on, memory_order_relaxed)) {
       uint64_t period =
           (uint64_t)atomic_load_explicit(&g_recheck_us, memory_order_relaxed) * 1000ull;
       if (sleep_ns > period) sleep_ns = period;
     }
+    /* seq_cst: see sim_signal_interrupt. A change since `seq` was read is
+     * looked at instead of sleeping. */
+    atomic_fetch_add_explicit(&s->sleepers, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&s->seq, memory_order_seq_cst) != seq) {
+      atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
+      continue;
+    }
     atomic_fetch_add_explicit(&g_wait_sleeps, 1, memory_order_relaxed);
     long r = sim_futex_wait(&s->seq, seq, sleep_ns);
+    /* relaxed: only wakers read it, and a stale non-zero costs one syscall. */
+    atomic_fetch_sub_explicit(&s->sleepers, 1, memory_order_relaxed);
     if (r == 0) {
       uint32_t delay = atomic_load_explicit(&g_wake_delay_us, memory_order_relaxed);
       if (delay != 0) {
@@ -621,6 +716,7 @@ static hsa_signal_value_t sim_wait_on(sim_signal_t* s, uint32_t gen,
       }
     }
   }
+  if (final_poll) atomic_fetch_add_explicit(&g_final_polls, 1, memory_order_relaxed);
   /* relaxed: only wakers read it, and a stale non-zero costs one syscall. */
   atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
   /* release: the wait's last access to the runtime's state happens before a

@@ -21,3 +21,6 @@ pub mod hostcall_protocol;
 
 #[cfg(feature = "test-hooks")]
 mod test_hooks;
+
+#[cfg(feature = "rocclr-hostcall")]
+pub mod hostcall_counters;

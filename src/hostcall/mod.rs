@@ -14,7 +14,8 @@
 //! * `listener/` — the threads, the doorbell, the waiting strategy, the
 //!   slow-buffer classifier;
 //! * base: `gate` (the registration gate), `process` (exit, fork epoch,
-//!   listener-thread flags), `snapshot` (lists published to lock-free
+//!   listener-thread flags), `counters` (what the listener did per buffer),
+//!   `snapshot` (lists published to lock-free
 //!   readers), `sync` (std or loom atomics), `test_hooks`, `tunables`,
 //!   `waiting`, and `registry` (enable/disable, listener lifetime,
 //!   exit/fork/unload hooks) on top.
@@ -48,6 +49,8 @@ pub mod listener {
 pub mod listener;
 
 #[cfg(not(loom))]
+pub(crate) mod counters;
+#[cfg(not(loom))]
 mod process;
 #[cfg(not(loom))]
 mod registry;
@@ -61,5 +64,6 @@ mod waiting;
 pub(crate) use protocol::poll::PollFn;
 #[cfg(not(loom))]
 pub(crate) use registry::{
-    disable, enable, enable_with, register_poll, unregister_poll, DisableError, EnableError, Protocol,
+    counters, disable, enable, enable_with, register_poll, unregister_poll, DisableError, EnableError,
+    Protocol,
 };

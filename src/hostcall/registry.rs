@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::counters::Counts;
 use super::gate::Gate;
 use super::listener::{self, Entry, Listener, SignalApi};
 use super::process::{
@@ -283,7 +284,7 @@ fn register_entry(
     }
     let shared = Arc::clone(&control.listener.as_ref().expect("listener just ensured").listener);
     let doorbell = shared.doorbell_handle();
-    control.entries.push(Arc::new(Entry::new(key, make(doorbell), queue)));
+    control.entries.push(Arc::new(Entry::new(key, make(doorbell), queue, shared.counters.snapshot())));
     shared.publish(&control.entries);
     Ok(Registered { doorbell, entries: control.entries.len() })
 }
@@ -366,13 +367,25 @@ fn unregister_entry(key: usize, poll: bool) -> Result<Arc<Entry>, DisableError> 
     }
     crate::log!(
         Level::Info,
-        "hostcall: unregistered {what} {key:#x}; {remaining} buffer(s) and poll(s) left"
+        "hostcall: unregistered {what} {key:#x}; {remaining} buffer(s) and poll(s) left; it was served {}",
+        entry.counters.read(shared.counters.snapshot()).summary()
     );
     drop(shared);
     if let Some(active) = stopping {
         stop_listener(active, STOP_TIMEOUT);
     }
     Ok(entry)
+}
+
+/// The counts of an enabled buffer (`hostcall::counters`).
+pub fn counters(buffer: *const c_void) -> Result<Counts, DisableError> {
+    if buffer.is_null() {
+        return Err(DisableError::NullBuffer);
+    }
+    let control = lock(state());
+    let entry = control.entries.iter().find(|e| e.key == buffer as usize).ok_or(DisableError::NotEnabled)?;
+    let listener = &control.listener.as_ref().expect("an enabled buffer has a listener").listener;
+    Ok(entry.counters.read(listener.counters.snapshot()))
 }
 
 fn wait_until_idle(gate: &Gate, key: usize) {

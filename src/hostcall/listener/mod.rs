@@ -11,6 +11,7 @@
 //! * `clock`       — the monotonic clock the threads read, behind a trait.
 //! * `doorbell`    — the HSA signal and its blocked wait (all HSA calls).
 //! * `helper_bell` — where the slow-buffer helper sleeps (model-checked).
+//! * `lost_ring_watch` — the thread that ends a wait a lost ring left waiting.
 //!
 //! The waiting strategy (poll after work while requests come often, then a
 //! blocked doorbell wait whose timeout grows while idle; the doorbell is only
@@ -22,6 +23,7 @@ mod classifier;
 mod clock;
 mod doorbell;
 pub mod helper_bell;
+mod lost_ring_watch;
 mod pacing;
 mod shared;
 mod thread_loop;

@@ -1,6 +1,6 @@
 //! The state the registry and the listener threads share: `Listener` (the
 //! doorbell, the published snapshot of buffers, the services, the helper's
-//! watch and bell) and `Entry` (one registered buffer). The process-wide
+//! watch and bell, the lost-ring watch's state, the counters) and `Entry` (one registered buffer). The process-wide
 //! flags are in `hostcall::process`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +10,8 @@ use std::time::Duration;
 use super::classifier::{BufferClass, HelperWatch};
 use super::doorbell::Doorbell;
 use super::helper_bell::HelperBell;
+use super::lost_ring_watch::WatchState;
+use crate::hostcall::counters::{BufferCounters, ListenerCounters, ListenerSnapshot};
 use crate::hostcall::gate::Gate;
 use crate::hostcall::process::{EXITING, FORK_EPOCH, IN_DOORBELL_WAIT};
 use crate::hostcall::protocol::Buffer;
@@ -27,11 +29,22 @@ pub struct Entry {
     pub gate: Gate,
     /// Which listener thread serves it.
     pub(super) class: BufferClass,
+    /// What the listener did for it (`hostcall::counters`).
+    pub counters: BufferCounters,
 }
 
 impl Entry {
-    pub fn new(key: usize, buffer: Buffer, queue: usize) -> Entry {
-        Entry { key, buffer, queue, gate: Gate::new(), class: BufferClass::new() }
+    /// `listener_counts`: the listener's counts now (the buffer's counters
+    /// report the listener's waits and rings from here on).
+    pub fn new(key: usize, buffer: Buffer, queue: usize, listener_counts: ListenerSnapshot) -> Entry {
+        Entry {
+            key,
+            buffer,
+            queue,
+            gate: Gate::new(),
+            class: BufferClass::new(),
+            counters: BufferCounters::new(listener_counts),
+        }
     }
 }
 
@@ -50,6 +63,10 @@ pub struct Listener {
     /// The registry snapshot the listener serves.
     pub(super) published: Published<Arc<Entry>>,
     pub services: Services,
+    /// The listener's own counts (rings seen, blocked waits).
+    pub counters: ListenerCounters,
+    /// What the lost-ring watch and the main listener's wait tell each other.
+    pub(super) lost_ring_watch: WatchState,
 }
 
 impl Listener {
@@ -64,6 +81,8 @@ impl Listener {
             stop: AtomicBool::new(false),
             published: Published::new(),
             services: Services::new(),
+            counters: ListenerCounters::default(),
+            lost_ring_watch: WatchState::new(),
         }
     }
 

@@ -63,6 +63,7 @@ fn poll_doorbell(
     loop {
         let now_value = listener.doorbell_load();
         if now_value != value {
+            listener.counters.ring_seen();
             return Some(now_value);
         }
         looks = looks.wrapping_add(1);
@@ -132,6 +133,8 @@ struct LoopState {
     /// found work, which already brought it back to its shortest.
     idle: IdleTimeout,
     rang: bool,
+    /// The last wait was ended by the lost-ring watch (`lost_ring_watch`).
+    kicked: bool,
     /// Polling after work (main listener, every post rings): the doorbell
     /// value read just before the last scan that found nothing. Until it
     /// moves there is nothing new to find (a wave rings after it posts), so
@@ -155,6 +158,7 @@ impl LoopState {
             woke: false,
             idle: IdleTimeout::new(),
             rang: false,
+            kicked: false,
             idle_since_value: None,
         }
     }
@@ -196,14 +200,16 @@ pub(super) fn run_loop(
     let mut helper = HelperSlot { handle: None, may_hand_off: role == Role::Main, start: start_helper };
     // One scan; work found feeds the poll window. Returns the packets served
     // (None: no work).
-    let mut serve_once = |state: &mut LoopState, woke: bool, rung: bool, last_now: Option<u64>| {
-        let found = scan(crew, &state.snapshot, role, helper.may_hand_off, rung, last_now, &clock);
-        helper.ensure(&found, &state.snapshot);
-        let at = found.worked_at?;
-        state.window.work_found(at, woke);
-        state.looks = 0;
-        Some(found.served)
-    };
+    let mut serve_once =
+        |state: &mut LoopState, woke: bool, rung: bool, unannounced: bool, last_now: Option<u64>| {
+            let found =
+                scan(crew, &state.snapshot, role, helper.may_hand_off, rung, unannounced, last_now, &clock);
+            helper.ensure(&found, &state.snapshot);
+            let at = found.worked_at?;
+            state.window.work_found(at, woke);
+            state.looks = 0;
+            Some(found.served)
+        };
     loop {
         if listener.should_stop() {
             break;
@@ -222,7 +228,7 @@ pub(super) fn run_loop(
             let before = moved_to.or_else(|| {
                 (role == Role::Main && state.every_post_rings()).then(|| listener.doorbell_load())
             });
-            if let Some(served) = serve_once(&mut state, false, moved_to.is_some(), last_now) {
+            if let Some(served) = serve_once(&mut state, false, moved_to.is_some(), false, last_now) {
                 if state.window.poll_until_ns().is_some() {
                     if before.is_none() && served >= GATHER_AFTER {
                         gather();
@@ -250,12 +256,16 @@ pub(super) fn run_loop(
                 None
             }
         };
-        let (woke, rang) = (state.woke, state.rang);
-        let found = serve_once(&mut state, woke, woke && rang, None);
+        let (woke, rang, kicked) = (state.woke, state.rang, state.kicked);
+        // Work found right after a wait that no ring ended (it timed out, or
+        // the lost-ring watch ended it) was announced by no ring: lost rings.
+        let unannounced = woke && (!rang || kicked);
+        let found = serve_once(&mut state, woke, woke && rang && !kicked, unannounced, None);
         if woke {
             state.idle.after_wait(state.rang, found.is_some());
         }
         state.woke = false;
+        state.kicked = false;
         if found.is_some() {
             continue;
         }
@@ -284,7 +294,13 @@ pub(super) fn run_loop(
             snooze(&mut state.looks, &mut state.yields, &clock);
             continue;
         }
+        listener.lost_ring_watch.wait_begins(observed);
         state.rang = listener.doorbell_wait_value(observed, state.idle.timeout()) != observed;
+        state.kicked = listener.lost_ring_watch.wait_ends();
+        listener.counters.blocked_wait(!state.rang);
+        if state.rang && !state.kicked {
+            listener.counters.ring_seen();
+        }
         state.woke = true;
     }
     helper.handle
@@ -302,7 +318,7 @@ mod tests {
         // SAFETY: 8-aligned, large enough; the caller keeps `memory` alive
         // and untouched while the entry lives.
         let buffer = unsafe { Buffer::initialize(protocol, base, 2, 0, occupied) };
-        Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0))
+        Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0, Default::default()))
     }
 
     #[test]
@@ -328,7 +344,7 @@ mod tests {
         let base = core::ptr::NonNull::new(memory.as_mut_ptr().cast::<u8>()).unwrap();
         // SAFETY: 8-aligned, large enough, outlives the entry.
         let buffer = unsafe { Buffer::initialize(Protocol::Classic, base, 2, 0, 0) };
-        let entry = Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0));
+        let entry = Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0, Default::default()));
         for _ in 0..crate::hostcall::tunables::SLOW_STREAK {
             entry.class.record_visit(Role::Main, true, 1, 1_000_000_000, 1);
         }

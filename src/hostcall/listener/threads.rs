@@ -83,10 +83,36 @@ fn start_helper(listener: &Arc<Listener>) -> Option<std::thread::JoinHandle<()>>
     }
 }
 
+/// Starts the lost-ring watch; None if it cannot start (then a lost ring
+/// waits for the blocked wait's timeout, as before the watch).
+fn start_watch(listener: &Arc<Listener>) -> Option<std::thread::JoinHandle<()>> {
+    match spawn_thread("amdgpu-hc-watch", Arc::clone(listener), |listener| {
+        super::lost_ring_watch::run(listener)
+    }) {
+        Ok(handle) => Some(handle),
+        Err(e) => {
+            crate::log!(
+                Level::Warning,
+                "hostcall: cannot start the lost-ring watch ({e}); a request whose ring is lost \
+                 waits for the listener's next timeout"
+            );
+            None
+        }
+    }
+}
+
 /// A listener thread's loop (main listener or helper); returns when the
-/// listener must stop. The main listener joins its helper before returning.
+/// listener must stop. The main listener joins its helper and its lost-ring
+/// watch before returning.
 fn run(listener: &Arc<Listener>, role: Role) {
+    let watch = if role == Role::Main { start_watch(listener) } else { None };
     let helper = run_loop(listener, role, || start_helper(listener));
+    if let Some(handle) = watch {
+        listener.lost_ring_watch.stop();
+        if handle.join().is_err() {
+            crate::log!(Level::Error, "hostcall: the lost-ring watch ended with a panic");
+        }
+    }
     if let Some(handle) = helper {
         // It sees the same stop conditions; the bell makes it look now.
         listener.wake_helper();

@@ -9,8 +9,11 @@ use super::classifier::{HelperWatch, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_S
 use super::clock::Clock;
 use super::helper_bell::HelperBell;
 use super::shared::{Entry, Listener};
+use crate::hostcall::counters::BufferCounters;
 use crate::hostcall::gate::Gate;
 use crate::hostcall::process::{EXITING, SERVING};
+use crate::hostcall::protocol::packet::Packet;
+use crate::hostcall::protocol::PacketServer;
 use crate::hostcall::services::Services;
 use crate::hostcall::test_hooks::TestHooks;
 use crate::log::Level;
@@ -70,20 +73,28 @@ pub(super) struct ScanResult {
 /// Serves the buffers of `role` once. `may_hand_off`: the main listener may
 /// move buffers to the helper (one runs or can be started).
 /// `rung`: the doorbell moved since the last scan (then the only buffer of a
-/// snapshot of one is visited without a peek first). `last_now`: the caller's
-/// latest clock reading, if it has a recent one: a visit that finds work
-/// starts at the latest reading (a clock read costs more than the gate and
-/// the peek between; the classifier's limits are hundreds of µs).
+/// snapshot of one is visited without a peek first). `unannounced`: no ring
+/// announced what this scan finds (it follows a wait that timed out or that
+/// the lost-ring watch ended): counted as lost rings. `last_now`: the
+/// caller's latest clock reading, if it has a recent one: a visit that finds
+/// work starts at the latest reading (a clock read costs more than the gate
+/// and the peek between; the classifier's limits are hundreds of µs).
+#[allow(clippy::too_many_arguments)] // each says one thing about this scan
 pub(super) fn scan(
     crew: Crew<'_>,
     snapshot: &[Arc<Entry>],
     role: Role,
     may_hand_off: bool,
     rung: bool,
+    unannounced: bool,
     mut last_now: Option<u64>,
     clock: &impl Clock,
 ) -> ScanResult {
     let expect_work = rung && snapshot.len() == 1;
+    // A hand-off protects the other buffers from a slow one: with no other
+    // buffer there is nothing to protect, and the helper would only add a
+    // thread beside the main listener (issue 27 item 6).
+    let may_hand_off = may_hand_off && snapshot.len() > 1;
     if rung && snapshot.len() > 1 {
         // Some buffer has work: ask for every buffer's first line at once, so
         // the transfers overlap instead of one per visit in turn.
@@ -98,7 +109,16 @@ pub(super) fn scan(
         let mine = entry
             .class
             .visited_by(role, || *helper_stuck.get_or_insert_with(|| crew.watch.stuck(clock.now())));
-        if !mine {
+        if !mine && role == Role::Main && snapshot.len() == 1 {
+            // The only buffer left is on the helper: it protects nothing
+            // there any more, so the main listener takes it back.
+            entry.class.reset();
+            crate::log!(
+                Level::Info,
+                "hostcall: buffer {:#x} is the only one left; back to the main listener",
+                entry.key
+            );
+        } else if !mine {
             // A buffer on the helper, which sleeps on its own bell: ring it
             // when the buffer has work (the doorbell only wakes this thread).
             if role == Role::Main && has_work_for_helper(entry) {
@@ -113,10 +133,17 @@ pub(super) fn scan(
             start_hint: last_now,
             fallback: role == Role::Main && entry.class.on_helper(),
         };
-        let Some(Visit { served, start }) = visit_entry(crew, entry, role, clock, plan) else {
+        let Some(Visit { served, start, first_done }) = visit_entry(crew, entry, role, clock, plan) else {
             continue;
         };
-        let now = clock.now();
+        if unannounced {
+            entry.counters.lost_ring();
+        }
+        // A visit of one packet ended when that packet was served.
+        let now = match first_done {
+            Some(done) if served == 1 => done,
+            _ => clock.now(),
+        };
         last_now = Some(now);
         result.worked_at = Some(now);
         result.served += served;
@@ -124,6 +151,7 @@ pub(super) fn scan(
         match entry.class.record_visit(role, may_hand_off, served, took, now) {
             Transition::ToHelper => {
                 result.found_slow = true;
+                entry.counters.handed_off();
                 crate::log!(
                     Level::Info,
                     "hostcall: buffer {:#x}: {} slow visits in a row (last: {} packet(s) in {} µs); \
@@ -164,6 +192,34 @@ struct Visit {
     served: u32,
     /// When the visit began (clock ns).
     start: u64,
+    /// When its first packet had been served (clock ns); None if none was.
+    first_done: Option<u64>,
+}
+
+/// The services, counting for the buffer visited: every packet (service,
+/// active lanes), and the time of the first packet of the visit, as the
+/// counters' longest service call (one clock read per visit, none more per
+/// packet).
+struct Counting<'a, C: Clock> {
+    services: &'a Services,
+    counters: &'a BufferCounters,
+    clock: &'a C,
+    /// When the visit began (set by the visit's `begin`).
+    start: &'a core::cell::Cell<u64>,
+    first_done: &'a core::cell::Cell<Option<u64>>,
+}
+
+impl<C: Clock> PacketServer for Counting<'_, C> {
+    fn serve<P: Packet>(&mut self, packet: &mut P) {
+        self.counters.packet_served(packet.service(), packet.active_lane_count());
+        let mut services = self.services;
+        services.serve(packet);
+        if self.first_done.get().is_none() {
+            let done = self.clock.now();
+            self.first_done.set(Some(done));
+            self.counters.service_took(done.saturating_sub(self.start.get()));
+        }
+    }
 }
 
 /// How `scan` asks `visit_entry` to visit a buffer.
@@ -205,16 +261,26 @@ fn visit_entry(
     if plan.fallback && !crew.watch.stuck(clock.now()) {
         return None;
     }
-    let mut start = 0;
+    let start = core::cell::Cell::new(0);
     let begin = || {
-        start = plan.start_hint.unwrap_or_else(|| clock.now());
+        start.set(plan.start_hint.unwrap_or_else(|| clock.now()));
         if role == Role::Helper {
-            crew.watch.visit_begins(start);
+            crew.watch.visit_begins(start.get());
         }
     };
     // Relaxed: a hint; the exit hook waits for the thread to leave.
     let keep_going = || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed);
-    let stats = entry.buffer.visit(plan.expect_work, begin, crew.services, keep_going)?;
+    let first_done = core::cell::Cell::new(None);
+    let server = Counting {
+        services: crew.services,
+        counters: &entry.counters,
+        clock,
+        start: &start,
+        first_done: &first_done,
+    };
+    let stats = entry.buffer.visit(plan.expect_work, begin, server, keep_going)?;
+    let first_done = first_done.get();
+    let start = start.get();
     stats.log_findings(entry.key);
     if stats.stopped {
         crate::log!(
@@ -227,7 +293,7 @@ fn visit_entry(
     if role == Role::Helper {
         crew.watch.visit_ends();
     }
-    (stats.served > 0).then_some(Visit { served: stats.served, start })
+    (stats.served > 0).then_some(Visit { served: stats.served, start, first_done })
 }
 
 #[cfg(test)]
@@ -262,7 +328,10 @@ mod tests {
         // SAFETY: `memory` is 8-aligned, large enough and outlives the entry
         // (both in TestEntry; the Vec's heap block does not move).
         let buffer = unsafe { Buffer::initialize(Protocol::Classic, base, packets, 0, 0) };
-        TestEntry { entry: Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0)), _memory: memory }
+        TestEntry {
+            entry: Arc::new(Entry::new(base.as_ptr() as usize, buffer, 0, Default::default())),
+            _memory: memory,
+        }
     }
 
     fn classic(entry: &Entry) -> &crate::hostcall::protocol::classic::buffer::DeviceBuffer {
@@ -306,12 +375,28 @@ mod tests {
             (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
         let clock = FakeClock(Cell::new(5 * MS));
         let snapshot = [Arc::clone(&t.entry)];
-        let found =
-            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        let found = scan(
+            crew(&watch, &bell, &services, &hooks),
+            &snapshot,
+            Role::Main,
+            true,
+            false,
+            false,
+            None,
+            &clock,
+        );
         assert_eq!(found, ScanResult::default(), "nothing posted: no work");
         let ptr = post(&t.entry);
-        let found =
-            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        let found = scan(
+            crew(&watch, &bell, &services, &hooks),
+            &snapshot,
+            Role::Main,
+            true,
+            false,
+            false,
+            None,
+            &clock,
+        );
         assert_eq!(found, ScanResult { worked_at: Some(5 * MS), served: 1, found_slow: false });
         assert!(device::is_served(classic(&t.entry), ptr));
     }
@@ -325,8 +410,16 @@ mod tests {
         let ptr = post(&t.entry);
         t.entry.gate.close();
         let snapshot = [Arc::clone(&t.entry)];
-        let found =
-            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, true, None, &clock);
+        let found = scan(
+            crew(&watch, &bell, &services, &hooks),
+            &snapshot,
+            Role::Main,
+            true,
+            true,
+            false,
+            None,
+            &clock,
+        );
         assert_eq!(found.served, 0);
         assert!(!device::is_served(classic(&t.entry), ptr), "a disabled buffer is never touched");
     }
@@ -357,8 +450,16 @@ mod tests {
             ..TestHooks::new()
         };
         let ptr = post(&t.entry);
-        let found =
-            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        let found = scan(
+            crew(&watch, &bell, &services, &hooks),
+            &snapshot,
+            Role::Main,
+            true,
+            false,
+            false,
+            None,
+            &clock,
+        );
         assert_eq!(found.served, 0, "the request is left to the helper");
         assert!(!device::is_served(classic(&t.entry), ptr));
 
@@ -366,8 +467,16 @@ mod tests {
         watch.visit_begins(clock.now());
         clock.0.set(clock.now() + 10 * MS);
         let hooks = TestHooks::new();
-        let found =
-            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Main, true, false, None, &clock);
+        let found = scan(
+            crew(&watch, &bell, &services, &hooks),
+            &snapshot,
+            Role::Main,
+            true,
+            false,
+            false,
+            None,
+            &clock,
+        );
         assert_eq!(found.served, 1);
         assert!(device::is_served(classic(&t.entry), ptr));
     }
@@ -381,10 +490,58 @@ mod tests {
         put_on_helper(&t.entry, clock.now());
         post(&t.entry);
         let snapshot = [Arc::clone(&t.entry)];
-        let found =
-            scan(crew(&watch, &bell, &services, &hooks), &snapshot, Role::Helper, false, false, None, &clock);
+        let found = scan(
+            crew(&watch, &bell, &services, &hooks),
+            &snapshot,
+            Role::Helper,
+            false,
+            false,
+            false,
+            None,
+            &clock,
+        );
         assert_eq!(found.served, 1);
         clock.0.set(clock.now() + 10 * MS);
         assert!(!watch.stuck(clock.now()), "the visit ended");
+    }
+
+    /// One scan by the main listener that may hand off, unrung.
+    fn main_scan(snapshot: &[Arc<Entry>], unannounced: bool, clock: &FakeClock) -> ScanResult {
+        let (watch, bell, services, hooks) =
+            (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
+        scan(
+            crew(&watch, &bell, &services, &hooks),
+            snapshot,
+            Role::Main,
+            true,
+            false,
+            unannounced,
+            None,
+            clock,
+        )
+    }
+
+    #[test]
+    fn the_only_buffer_left_on_the_helper_comes_back_to_the_main_listener() {
+        let t = classic_entry(4);
+        let clock = FakeClock(Cell::new(100 * MS));
+        put_on_helper(&t.entry, clock.now());
+        post(&t.entry);
+        let found = main_scan(&[Arc::clone(&t.entry)], false, &clock);
+        assert_eq!(found.served, 1, "the main listener serves it");
+        assert!(!t.entry.class.on_helper(), "and keeps it");
+    }
+
+    #[test]
+    fn unannounced_work_counts_lost_rings_and_packets_are_counted() {
+        let t = classic_entry(4);
+        let clock = FakeClock(Cell::new(5 * MS));
+        for unannounced in [false, true] {
+            post(&t.entry);
+            assert_eq!(main_scan(&[Arc::clone(&t.entry)], unannounced, &clock).served, 1);
+        }
+        let counts = t.entry.counters.read(Default::default());
+        assert_eq!(counts.lost_rings, 1, "only the unannounced one");
+        assert_eq!((counts.packets[1], counts.lanes[1]), (2, 2));
     }
 }

@@ -12,6 +12,8 @@ use super::payload::{ANSWER_WORDS, SLOT_WORDS};
 pub trait Packet {
     fn service(&self) -> u32;
     fn buffer_key(&self) -> usize;
+    /// How many lanes are active (what the listener's counters count).
+    fn active_lane_count(&self) -> u32;
     /// Runs `serve(service, lane, slot)` for every active lane, in place.
     fn serve_lanes<F: FnMut(u32, u32, &mut [u64; SLOT_WORDS])>(&mut self, serve: F);
     /// Runs `answer(lane, request)` for every active lane: it gets the lane's
@@ -61,6 +63,10 @@ impl LaneRequest<'_> {
 impl Packet for HostPacket {
     fn service(&self) -> u32 {
         self.service
+    }
+
+    fn active_lane_count(&self) -> u32 {
+        self.activemask.count_ones()
     }
 
     fn buffer_key(&self) -> usize {

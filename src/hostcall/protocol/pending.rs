@@ -131,6 +131,10 @@ impl<L: DeviceLanes> Packet for L {
         DeviceLanes::service(self)
     }
 
+    fn active_lane_count(&self) -> u32 {
+        self.activemask().count_ones()
+    }
+
     fn buffer_key(&self) -> usize {
         DeviceLanes::buffer_key(self)
     }

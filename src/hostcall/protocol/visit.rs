@@ -225,6 +225,16 @@ impl Buffer {
             Buffer::Poll(_) => true,
         }
     }
+
+    /// What a look from outside a visit can tell (the lost-ring watch):
+    /// whether requests wait, or None where only a visit can tell (a poll,
+    /// whose device code rings for every request).
+    pub fn seen_waiting(&self) -> Option<bool> {
+        match self {
+            Buffer::Poll(_) => None,
+            _ => Some(self.has_waiting_requests()),
+        }
+    }
 }
 
 impl VisitStats {

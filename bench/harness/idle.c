@@ -1,0 +1,118 @@
+/* hostcall_bench: the idle listener's CPU. */
+#include <linux/futex.h>
+#include <math.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "amdgpu_dropin_hostcall_constants.h"
+#include "bench.h"
+
+idle_t g_idle[MODE_COUNT];
+bool g_have_idle;
+
+/* The control for the idle figure: a thread that waits on a futex nobody
+ * wakes, with the product listener's idle schedule (first timeout
+ * WAIT_TIMEOUT_MS, each next one IDLE_WAIT_GROWTH times longer up to
+ * IDLE_WAIT_MAX_MS), so the idle figure can be read against what a wake-up
+ * costs on this machine (on a virtual machine a wake-up after a long sleep
+ * costs far more CPU than on bare metal). */
+typedef struct {
+  _Atomic uint32_t stop; /* futex word */
+  pthread_t thread;
+} bare_sleeper_t;
+
+static void* bare_sleeper_main(void* arg) {
+  bare_sleeper_t* b = arg;
+  uint64_t timeout_ms = AMDGPU_DROPIN_HOSTCALL_WAIT_TIMEOUT_MS;
+  while (atomic_load_explicit(&b->stop, memory_order_relaxed) == 0) {
+    struct timespec ts = {(time_t)(timeout_ms / 1000), (long)(timeout_ms % 1000) * 1000000L};
+    syscall(SYS_futex, &b->stop, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    timeout_ms *= AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_GROWTH;
+    if (timeout_ms > AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS) {
+      timeout_ms = AMDGPU_DROPIN_HOSTCALL_IDLE_WAIT_MAX_MS;
+    }
+  }
+  return NULL;
+}
+
+static uint64_t pthread_cpu_ns(pthread_t thread) {
+  clockid_t clock;
+  struct timespec ts;
+  if (pthread_getcpuclockid(thread, &clock) != 0 || clock_gettime(clock, &ts) != 0) return 0;
+  return timespec_ns(&ts);
+}
+
+static bool run_idle(const options_t* opt, idle_t* r) {
+  r->ok = false;
+  hsa_sim_set_wait_wake_delay_us(20);
+  hsa_sim_set_periodic_recheck(false, 1000);
+  if (!enable_buffers(r->mode, r->buffers)) return false;
+  /* One call per buffer first, so the listener has just been active (its
+   * poll window, if any, must end by itself), then settle. */
+  uint64_t lanes[64][8];
+  for (uint32_t i = 0; i < r->buffers; ++i) {
+    memset(lanes, 0, sizeof(lanes));
+    lanes[0][0] = (uint64_t)(uintptr_t)&bench_function;
+    if (device_sim_hostcall(g_buffers[i], DEVICE_SIM_SERVICE_FUNCTION_CALL, 1, lanes,
+                            CALL_TIMEOUT_NS) != DEVICE_SIM_OK) {
+      fprintf(stderr, "hostcall_bench: idle warm-up call failed\n");
+      disable_buffers(r->buffers);
+      return false;
+    }
+  }
+  /* The control starts its schedule when the listener last had work. */
+  bare_sleeper_t sleeper;
+  atomic_init(&sleeper.stop, 0);
+  bool have_sleeper = pthread_create(&sleeper.thread, NULL, bare_sleeper_main, &sleeper) == 0;
+  sleep_ms(200);
+  thread_set_t before, after;
+  listener_threads(&before);
+  uint64_t sleeper0 = have_sleeper ? pthread_cpu_ns(sleeper.thread) : 0;
+  uint64_t cpu0 = process_cpu_ns();
+  uint64_t t0 = device_sim_now_ns();
+  sleep_ms(opt->idle_ms);
+  uint64_t t1 = device_sim_now_ns();
+  uint64_t cpu1 = process_cpu_ns();
+  uint64_t sleeper1 = have_sleeper ? pthread_cpu_ns(sleeper.thread) : 0;
+  listener_threads(&after);
+  if (have_sleeper) {
+    atomic_store_explicit(&sleeper.stop, 1, memory_order_relaxed);
+    syscall(SYS_futex, &sleeper.stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    pthread_join(sleeper.thread, NULL);
+  }
+  r->bare_sleeper_cpu_ms = have_sleeper ? (double)(sleeper1 - sleeper0) / 1e6 : NAN;
+  add_buffer_counters(r->buffers, &r->counters);
+  disable_buffers(r->buffers);
+  uint64_t lcpu = listener_cpu_delta(&before, &after);
+  r->seconds = (double)(t1 - t0) / 1e9;
+  r->listener_cpu_ms = (double)lcpu / 1e6;
+  r->listener_cpu_pct = 100.0 * (double)lcpu / (double)(t1 - t0);
+  r->process_cpu_ms = (double)(cpu1 - cpu0) / 1e6;
+  r->ok = true;
+  return true;
+}
+
+
+int run_idle_section(const options_t* opt) {
+  int failures = 0;
+  g_pin_listener = false;
+  unpin_main_thread();
+  for (int m = 0; m < MODE_COUNT; ++m) {
+    if (!opt->modes[m]) continue;
+    idle_t* idle = &g_idle[m];
+    memset(idle, 0, sizeof(*idle));
+    idle->mode = m;
+    idle->buffers = 8;
+    if (!run_idle(opt, idle)) {
+      ++failures;
+      printf("idle           %-11s FAILED\n", kModeName[m]);
+      continue;
+    }
+    g_have_idle = true;
+    printf("idle           %-11s listener CPU %.3f ms in %.2f s; a bare thread sleeping on ours' idle "
+           "schedule %.3f ms\n",
+           kModeName[m], idle->listener_cpu_ms, idle->seconds, idle->bare_sleeper_cpu_ms);
+  }
+  return failures;
+}

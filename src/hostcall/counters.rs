@@ -1,0 +1,229 @@
+//! What the listener did for each buffer, counted as it goes: packets and
+//! lanes served per service, doorbell rings seen, lost rings, blocked waits
+//! and their timeouts, hand-offs to the helper, and the longest service call
+//! (`amdgpu_dropin_hostcall_get_counters`, and one log line at
+//! `AMD_LOG_LEVEL` >= 3 when a buffer is disabled; docs/listener.md,
+//! "Counters").
+//!
+//! Cost: every counter has one writer at a time, so a count is a relaxed
+//! load and store (no locked instruction). A buffer's counters are written
+//! only by the thread visiting it, and visits of one buffer are serialized
+//! by its gate (the gate's acquire and release order one visitor's stores
+//! before the next one's loads); the listener-wide counters (rings, waits)
+//! are written by the main listener thread alone, and the lost-ring watch
+//! counts through the main listener. Readers (any thread) load them relaxed:
+//! a count read while it changes is the old or the new value, and counts
+//! are never compared with each other in the library.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Services with a counter slot of their own: ids 0 to `COUNTER_SERVICES - 2`;
+/// every other id counts in the last slot.
+pub const COUNTER_SERVICES: usize = 8;
+
+/// The slot of service id `service`.
+fn slot(service: u32) -> usize {
+    (service as usize).min(COUNTER_SERVICES - 1)
+}
+
+/// One writer at a time (see the module docs): a relaxed load and store.
+fn bump(counter: &AtomicU64, by: u64) {
+    counter.store(counter.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
+}
+
+/// The counts of one buffer since it was enabled.
+pub struct BufferCounters {
+    packets: [AtomicU64; COUNTER_SERVICES],
+    lanes: [AtomicU64; COUNTER_SERVICES],
+    lost_rings: AtomicU64,
+    handoffs: AtomicU64,
+    longest_service_ns: AtomicU64,
+    /// The listener's counts when the buffer was enabled.
+    listener_at_enable: ListenerSnapshot,
+}
+
+impl BufferCounters {
+    pub fn new(listener_at_enable: ListenerSnapshot) -> BufferCounters {
+        BufferCounters {
+            packets: Default::default(),
+            lanes: Default::default(),
+            lost_rings: AtomicU64::new(0),
+            handoffs: AtomicU64::new(0),
+            longest_service_ns: AtomicU64::new(0),
+            listener_at_enable,
+        }
+    }
+
+    /// One packet of `service` with `lanes` active lanes served.
+    #[inline]
+    pub fn packet_served(&self, service: u32, lanes: u32) {
+        let slot = slot(service);
+        bump(&self.packets[slot], 1);
+        bump(&self.lanes[slot], u64::from(lanes));
+    }
+
+    /// One service call (a packet) took `ns`.
+    #[inline]
+    pub fn service_took(&self, ns: u64) {
+        if ns > self.longest_service_ns.load(Ordering::Relaxed) {
+            self.longest_service_ns.store(ns, Ordering::Relaxed);
+        }
+    }
+
+    /// A scan found work in this buffer that no ring announced.
+    pub fn lost_ring(&self) {
+        bump(&self.lost_rings, 1);
+    }
+
+    /// The buffer moved to the helper thread.
+    pub fn handed_off(&self) {
+        bump(&self.handoffs, 1);
+    }
+
+    /// The counts now; `listener`: the listener's counts now.
+    pub fn read(&self, listener: ListenerSnapshot) -> Counts {
+        let mut out = Counts::default();
+        for s in 0..COUNTER_SERVICES {
+            out.packets[s] = self.packets[s].load(Ordering::Relaxed);
+            out.lanes[s] = self.lanes[s].load(Ordering::Relaxed);
+        }
+        out.doorbell_rings = listener.rings.wrapping_sub(self.listener_at_enable.rings);
+        out.blocked_waits = listener.blocked_waits.wrapping_sub(self.listener_at_enable.blocked_waits);
+        out.wait_timeouts = listener.wait_timeouts.wrapping_sub(self.listener_at_enable.wait_timeouts);
+        out.lost_rings = self.lost_rings.load(Ordering::Relaxed);
+        out.helper_handoffs = self.handoffs.load(Ordering::Relaxed);
+        out.longest_service_ns = self.longest_service_ns.load(Ordering::Relaxed);
+        out
+    }
+}
+
+/// The listener's own counts (shared by every buffer it serves).
+#[derive(Default)]
+pub struct ListenerCounters {
+    rings: AtomicU64,
+    blocked_waits: AtomicU64,
+    wait_timeouts: AtomicU64,
+}
+
+/// A copy of `ListenerCounters`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListenerSnapshot {
+    pub rings: u64,
+    pub blocked_waits: u64,
+    pub wait_timeouts: u64,
+}
+
+impl ListenerCounters {
+    /// A change of the doorbell's value seen (by a poll or a wait): one or
+    /// more rings.
+    #[inline]
+    pub fn ring_seen(&self) {
+        bump(&self.rings, 1);
+    }
+
+    /// One blocked doorbell wait done; `timed_out`: it ended at its timeout.
+    pub fn blocked_wait(&self, timed_out: bool) {
+        bump(&self.blocked_waits, 1);
+        if timed_out {
+            bump(&self.wait_timeouts, 1);
+        }
+    }
+
+    pub fn snapshot(&self) -> ListenerSnapshot {
+        ListenerSnapshot {
+            rings: self.rings.load(Ordering::Relaxed),
+            blocked_waits: self.blocked_waits.load(Ordering::Relaxed),
+            wait_timeouts: self.wait_timeouts.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A buffer's counts since it was enabled (what
+/// `amdgpu_dropin_hostcall_get_counters` copies out; its C type documents
+/// each field).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub packets: [u64; COUNTER_SERVICES],
+    pub lanes: [u64; COUNTER_SERVICES],
+    pub doorbell_rings: u64,
+    pub blocked_waits: u64,
+    pub wait_timeouts: u64,
+    pub lost_rings: u64,
+    pub helper_handoffs: u64,
+    pub longest_service_ns: u64,
+}
+
+impl Counts {
+    /// The one-line summary logged when the buffer is disabled.
+    pub fn summary(&self) -> String {
+        let packets: u64 = self.packets.iter().sum();
+        let lanes: u64 = self.lanes.iter().sum();
+        let per_service: Vec<String> = (0..COUNTER_SERVICES)
+            .filter(|&s| self.packets[s] > 0)
+            .map(|s| {
+                let name = if s == COUNTER_SERVICES - 1 { "other".to_string() } else { s.to_string() };
+                format!("{name}: {}/{}", self.packets[s], self.lanes[s])
+            })
+            .collect();
+        format!(
+            "{packets} packet(s), {lanes} lane(s) [by service, packets/lanes: {}]; {} doorbell change(s) \
+             seen, {} lost ring(s), {} blocked wait(s) ({} timed out), {} hand-off(s) to the helper, \
+             longest service {} µs",
+            if per_service.is_empty() { "none".to_string() } else { per_service.join(", ") },
+            self.doorbell_rings,
+            self.lost_rings,
+            self.blocked_waits,
+            self.wait_timeouts,
+            self.helper_handoffs,
+            self.longest_service_ns / 1000
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn services_beyond_the_slots_share_the_last() {
+        let c = BufferCounters::new(ListenerSnapshot::default());
+        c.packet_served(1, 64);
+        c.packet_served(2, 3);
+        c.packet_served(7, 1);
+        c.packet_served(0x7E57_0001, 2);
+        let out = c.read(ListenerSnapshot::default());
+        assert_eq!(out.packets[1], 1);
+        assert_eq!(out.lanes[1], 64);
+        assert_eq!(out.packets[2], 1);
+        assert_eq!(out.lanes[2], 3);
+        assert_eq!(out.packets[COUNTER_SERVICES - 1], 2);
+        assert_eq!(out.lanes[COUNTER_SERVICES - 1], 3);
+    }
+
+    #[test]
+    fn listener_counts_start_at_the_enable() {
+        let l = ListenerCounters::default();
+        l.ring_seen();
+        l.blocked_wait(true);
+        let c = BufferCounters::new(l.snapshot());
+        l.ring_seen();
+        l.ring_seen();
+        l.blocked_wait(false);
+        l.blocked_wait(true);
+        let out = c.read(l.snapshot());
+        assert_eq!((out.doorbell_rings, out.blocked_waits, out.wait_timeouts), (2, 2, 1));
+    }
+
+    #[test]
+    fn the_longest_service_is_kept() {
+        let c = BufferCounters::new(ListenerSnapshot::default());
+        c.service_took(5);
+        c.service_took(50);
+        c.service_took(7);
+        c.lost_ring();
+        c.handed_off();
+        let out = c.read(ListenerSnapshot::default());
+        assert_eq!((out.longest_service_ns, out.lost_rings, out.helper_handoffs), (50, 1, 1));
+        assert!(out.summary().contains("1 lost ring(s)"));
+    }
+}
