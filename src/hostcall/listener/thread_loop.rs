@@ -10,7 +10,7 @@ use super::classifier::Role;
 use super::clock::{Clock, MonotonicClock};
 use super::pacing::{DoorbellQuiet, IdleTimeout, PollWindow, YieldPacer};
 use super::shared::{Entry, Listener};
-use super::visit::{scan, Crew, ScanResult};
+use super::visit::{scan, Crew, ScanAsk, ScanResult};
 
 /// The helper's wait while no buffer is on it: it is rung when one is.
 const HELPER_UNUSED_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
@@ -202,8 +202,12 @@ pub(super) fn run_loop(
     // (None: no work).
     let mut serve_once =
         |state: &mut LoopState, woke: bool, rung: bool, unannounced: bool, last_now: Option<u64>| {
-            let found =
-                scan(crew, &state.snapshot, role, helper.may_hand_off, rung, unannounced, last_now, &clock);
+            let found = scan(
+                crew,
+                &state.snapshot,
+                ScanAsk { role, may_hand_off: helper.may_hand_off, rung, unannounced, last_now },
+                &clock,
+            );
             helper.ensure(&found, &state.snapshot);
             let at = found.worked_at?;
             state.window.work_found(at, woke);

@@ -70,26 +70,30 @@ pub(super) struct ScanResult {
     pub found_slow: bool,
 }
 
-/// Serves the buffers of `role` once. `may_hand_off`: the main listener may
-/// move buffers to the helper (one runs or can be started).
-/// `rung`: the doorbell moved since the last scan (then the only buffer of a
-/// snapshot of one is visited without a peek first). `unannounced`: no ring
-/// announced what this scan finds (it follows a wait that timed out or that
-/// the lost-ring watch ended): counted as lost rings. `last_now`: the
-/// caller's latest clock reading, if it has a recent one: a visit that finds
-/// work starts at the latest reading (a clock read costs more than the gate
-/// and the peek between; the classifier's limits are hundreds of µs).
-#[allow(clippy::too_many_arguments)] // each says one thing about this scan
-pub(super) fn scan(
-    crew: Crew<'_>,
-    snapshot: &[Arc<Entry>],
-    role: Role,
-    may_hand_off: bool,
-    rung: bool,
-    unannounced: bool,
-    mut last_now: Option<u64>,
-    clock: &impl Clock,
-) -> ScanResult {
+/// What one scan is asked to do.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ScanAsk {
+    /// Whose buffers the scan serves.
+    pub role: Role,
+    /// The main listener may move buffers to the helper (one runs or can be
+    /// started).
+    pub may_hand_off: bool,
+    /// The doorbell moved since the last scan (then the only buffer of a
+    /// snapshot of one is visited without a peek first).
+    pub rung: bool,
+    /// No ring announced what this scan finds (it follows a wait that timed
+    /// out or that the lost-ring watch ended): counted as lost rings.
+    pub unannounced: bool,
+    /// The caller's latest clock reading, if it has a recent one: a visit
+    /// that finds work starts at the latest reading (a clock read costs more
+    /// than the gate and the peek between; the classifier's limits are
+    /// hundreds of µs).
+    pub last_now: Option<u64>,
+}
+
+/// Serves the buffers of `ask.role` once.
+pub(super) fn scan(crew: Crew<'_>, snapshot: &[Arc<Entry>], ask: ScanAsk, clock: &impl Clock) -> ScanResult {
+    let ScanAsk { role, may_hand_off, rung, unannounced, mut last_now } = ask;
     let expect_work = rung && snapshot.len() == 1;
     // A hand-off protects the other buffers from a slow one: with no other
     // buffer there is nothing to protect, and the helper would only add a
@@ -378,11 +382,7 @@ mod tests {
         let found = scan(
             crew(&watch, &bell, &services, &hooks),
             &snapshot,
-            Role::Main,
-            true,
-            false,
-            false,
-            None,
+            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced: false, last_now: None },
             &clock,
         );
         assert_eq!(found, ScanResult::default(), "nothing posted: no work");
@@ -390,11 +390,7 @@ mod tests {
         let found = scan(
             crew(&watch, &bell, &services, &hooks),
             &snapshot,
-            Role::Main,
-            true,
-            false,
-            false,
-            None,
+            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced: false, last_now: None },
             &clock,
         );
         assert_eq!(found, ScanResult { worked_at: Some(5 * MS), served: 1, found_slow: false });
@@ -413,11 +409,7 @@ mod tests {
         let found = scan(
             crew(&watch, &bell, &services, &hooks),
             &snapshot,
-            Role::Main,
-            true,
-            true,
-            false,
-            None,
+            ScanAsk { role: Role::Main, may_hand_off: true, rung: true, unannounced: false, last_now: None },
             &clock,
         );
         assert_eq!(found.served, 0);
@@ -453,11 +445,7 @@ mod tests {
         let found = scan(
             crew(&watch, &bell, &services, &hooks),
             &snapshot,
-            Role::Main,
-            true,
-            false,
-            false,
-            None,
+            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced: false, last_now: None },
             &clock,
         );
         assert_eq!(found.served, 0, "the request is left to the helper");
@@ -470,11 +458,7 @@ mod tests {
         let found = scan(
             crew(&watch, &bell, &services, &hooks),
             &snapshot,
-            Role::Main,
-            true,
-            false,
-            false,
-            None,
+            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced: false, last_now: None },
             &clock,
         );
         assert_eq!(found.served, 1);
@@ -493,11 +477,13 @@ mod tests {
         let found = scan(
             crew(&watch, &bell, &services, &hooks),
             &snapshot,
-            Role::Helper,
-            false,
-            false,
-            false,
-            None,
+            ScanAsk {
+                role: Role::Helper,
+                may_hand_off: false,
+                rung: false,
+                unannounced: false,
+                last_now: None,
+            },
             &clock,
         );
         assert_eq!(found.served, 1);
@@ -512,11 +498,7 @@ mod tests {
         scan(
             crew(&watch, &bell, &services, &hooks),
             snapshot,
-            Role::Main,
-            true,
-            false,
-            unannounced,
-            None,
+            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced, last_now: None },
             clock,
         )
     }
