@@ -363,6 +363,11 @@ mod tests {
         assert!(entry.class.on_helper());
     }
 
+    /// A scan without a clock reading in hand; the main listener may hand off.
+    fn ask(role: Role, rung: bool, unannounced: bool) -> ScanAsk {
+        ScanAsk { role, may_hand_off: role == Role::Main, rung, unannounced, last_now: None }
+    }
+
     fn crew<'a>(
         watch: &'a HelperWatch,
         bell: &'a HelperBell,
@@ -379,20 +384,12 @@ mod tests {
             (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
         let clock = FakeClock(Cell::new(5 * MS));
         let snapshot = [Arc::clone(&t.entry)];
-        let found = scan(
-            crew(&watch, &bell, &services, &hooks),
-            &snapshot,
-            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced: false, last_now: None },
-            &clock,
-        );
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, ask(Role::Main, false, false), &clock);
         assert_eq!(found, ScanResult::default(), "nothing posted: no work");
         let ptr = post(&t.entry);
-        let found = scan(
-            crew(&watch, &bell, &services, &hooks),
-            &snapshot,
-            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced: false, last_now: None },
-            &clock,
-        );
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, ask(Role::Main, false, false), &clock);
         assert_eq!(found, ScanResult { worked_at: Some(5 * MS), served: 1, found_slow: false });
         assert!(device::is_served(classic(&t.entry), ptr));
     }
@@ -406,12 +403,8 @@ mod tests {
         let ptr = post(&t.entry);
         t.entry.gate.close();
         let snapshot = [Arc::clone(&t.entry)];
-        let found = scan(
-            crew(&watch, &bell, &services, &hooks),
-            &snapshot,
-            ScanAsk { role: Role::Main, may_hand_off: true, rung: true, unannounced: false, last_now: None },
-            &clock,
-        );
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, ask(Role::Main, true, false), &clock);
         assert_eq!(found.served, 0);
         assert!(!device::is_served(classic(&t.entry), ptr), "a disabled buffer is never touched");
     }
@@ -442,12 +435,8 @@ mod tests {
             ..TestHooks::new()
         };
         let ptr = post(&t.entry);
-        let found = scan(
-            crew(&watch, &bell, &services, &hooks),
-            &snapshot,
-            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced: false, last_now: None },
-            &clock,
-        );
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, ask(Role::Main, false, false), &clock);
         assert_eq!(found.served, 0, "the request is left to the helper");
         assert!(!device::is_served(classic(&t.entry), ptr));
 
@@ -455,12 +444,8 @@ mod tests {
         watch.visit_begins(clock.now());
         clock.0.set(clock.now() + 10 * MS);
         let hooks = TestHooks::new();
-        let found = scan(
-            crew(&watch, &bell, &services, &hooks),
-            &snapshot,
-            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced: false, last_now: None },
-            &clock,
-        );
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, ask(Role::Main, false, false), &clock);
         assert_eq!(found.served, 1);
         assert!(device::is_served(classic(&t.entry), ptr));
     }
@@ -474,18 +459,8 @@ mod tests {
         put_on_helper(&t.entry, clock.now());
         post(&t.entry);
         let snapshot = [Arc::clone(&t.entry)];
-        let found = scan(
-            crew(&watch, &bell, &services, &hooks),
-            &snapshot,
-            ScanAsk {
-                role: Role::Helper,
-                may_hand_off: false,
-                rung: false,
-                unannounced: false,
-                last_now: None,
-            },
-            &clock,
-        );
+        let found =
+            scan(crew(&watch, &bell, &services, &hooks), &snapshot, ask(Role::Helper, false, false), &clock);
         assert_eq!(found.served, 1);
         clock.0.set(clock.now() + 10 * MS);
         assert!(!watch.stuck(clock.now()), "the visit ended");
@@ -495,12 +470,7 @@ mod tests {
     fn main_scan(snapshot: &[Arc<Entry>], unannounced: bool, clock: &FakeClock) -> ScanResult {
         let (watch, bell, services, hooks) =
             (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
-        scan(
-            crew(&watch, &bell, &services, &hooks),
-            snapshot,
-            ScanAsk { role: Role::Main, may_hand_off: true, rung: false, unannounced, last_now: None },
-            clock,
-        )
+        scan(crew(&watch, &bell, &services, &hooks), snapshot, ask(Role::Main, false, unannounced), clock)
     }
 
     #[test]
