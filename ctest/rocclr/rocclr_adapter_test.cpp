@@ -338,9 +338,10 @@ void test_two_devices() {
   HostcallBuffer a = allocBuffer(dev_a), b = allocBuffer(dev_b);
   DROPIN_REQUIRE_MSG(enable(dev_a, a), "enable a");
   DROPIN_REQUIRE_MSG(enable(dev_b, b), "enable b");
-  // One listener thread serves both devices.
-  DROPIN_CHECK_MSG(hc_thread_count() == threads0 + 1, "%d threads with two devices' buffers, %d before",
-           hc_thread_count(), threads0);
+  // One listener thread serves both devices, with its lost-ring watch (which
+  // the listener starts on its own thread, so it may come just after enable).
+  DROPIN_CHECK_MSG(hc_wait_thread_count(threads0 + 2, 5000) == threads0 + 2,
+           "%d threads with two devices' buffers, %d before", hc_thread_count(), threads0);
   uint64_t block_a = devmem(a.memory, 0, 512), block_b = devmem(b.memory, 0, 512);
   DROPIN_CHECK_MSG(amd::standin::context_of(block_a) == &dev_a.context(), "a's block in a's context");
   DROPIN_CHECK_MSG(amd::standin::context_of(block_b) == &dev_b.context(), "b's block in b's context");
@@ -351,7 +352,7 @@ void test_two_devices() {
   devmem(b.memory, block_b, 0);
   amd::disableHostcalls(a.memory);
   freeBuffer(a);
-  DROPIN_CHECK_MSG(hc_thread_count() == threads0 + 1, "the listener stays for b");
+  DROPIN_CHECK_MSG(hc_thread_count() == threads0 + 2, "the listener (and its watch) stays for b");
   DROPIN_CHECK_MSG(device_sim_fc_checked_call(b.memory, 3, 9, kTimeoutNs) == 0, "b still served");
   amd::disableHostcalls(b.memory);
   freeBuffer(b);
@@ -816,7 +817,8 @@ void test_rpc_round_trip() {
   long violations0 = amd::standin::violations();
   int threads0 = hc_thread_count();
   DROPIN_REQUIRE_MSG(amd::enableRpc(dev, buffer, kRpcPorts), "enableRpc");
-  DROPIN_CHECK_MSG(hc_thread_count() == threads0 + 1, "no listener thread for the RPC buffer alone");
+  DROPIN_CHECK_MSG(hc_wait_thread_count(threads0 + 2, 5000) == threads0 + 2,
+           "no listener thread (and its watch) for the RPC buffer alone");
   DROPIN_CHECK_MSG(rpc::doorbell(buffer) != 0, "initRpcDoorbell was not called with the listener's doorbell");
   int served = 0;
   for (uint64_t i = 0; i < 64; ++i) served += rpcFunctionCall(buffer, i * 1000) ? 1 : 0;
