@@ -469,6 +469,15 @@ int child_printf_order() {
   _exit(0);
 }
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ROCCLR_TEST_CLANG_TSAN 1
+#endif
+#endif
+#ifndef ROCCLR_TEST_CLANG_TSAN
+#define ROCCLR_TEST_CLANG_TSAN 0
+#endif
+
 // Device printf goes through the C stream: in order with the host's earlier,
 // still buffered stdout output, and out before _exit (ROCclr's own listener
 // printed with vfprintf into stdout; a write to fd 1 would land before the
@@ -495,7 +504,13 @@ void test_printf_order_with_host_stdio() {
   unlink(path.data());
   DROPIN_REQUIRE_MSG(spawned, "spawn");
   DROPIN_CHECK_MSG(result.exited && result.exit_code == 0, "child: %s", hc_child_describe(&result));
+  // ThreadSanitizer's _exit flushes stdio, so the last host line is not lost
+  // there; the order of every line before it is checked all the same.
+#if defined(__SANITIZE_THREAD__) || ROCCLR_TEST_CLANG_TSAN
+  const char* expected = "host 0\ndevice 0\nhost 1\ndevice 1\nhost 2\ndevice 2\nhost unflushed\n";
+#else
   const char* expected = "host 0\ndevice 0\nhost 1\ndevice 1\nhost 2\ndevice 2\n";
+#endif
   DROPIN_CHECK_MSG(text == expected, "stdout of the child:\n%s(expected:\n%s)", text.c_str(), expected);
 }
 
