@@ -22,6 +22,16 @@ static struct {
 } phase_buffers[MAX_PHASE_BUFFERS];
 static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A test that forks while other threads make and free buffers (hc_fork's
+ * churn) must not hand its child this lock held: taken around fork, released
+ * on both sides. Its holders call nothing that takes another lock but free(),
+ * which fork itself makes safe. */
+static void phase_lock_take(void) { pthread_mutex_lock(&phase_lock); }
+static void phase_lock_give(void) { pthread_mutex_unlock(&phase_lock); }
+__attribute__((constructor)) static void phase_lock_around_fork(void) {
+  pthread_atfork(phase_lock_take, phase_lock_give, phase_lock_give);
+}
+
 bool hc_phase_bit(void) {
   const char* protocol = getenv("HC_PROTOCOL");
   return protocol != NULL && strcmp(protocol, "phase-bit") == 0;
