@@ -33,11 +33,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 // C-facing names mirror the originals (iree_status_t, hsa_agent_t, ...).
 #![allow(non_camel_case_types)]
-// Under `--cfg loom` only the model-checked parts are used (`unstable`), and
-// a build with one half only (or the static libhsa) leaves helpers of the
+// A build with one half only (or the static libhsa) leaves helpers of the
 // other unused; the full build is checked for dead code.
 #![cfg_attr(
-    any(loom, not(all(feature = "iree-vmem", feature = "rocclr-hostcall")), feature = "libhsa-static"),
+    any(not(all(feature = "iree-vmem", feature = "rocclr-hostcall")), feature = "libhsa-static"),
     allow(dead_code)
 )]
 
@@ -48,9 +47,10 @@ compile_error!(
      the host process"
 );
 
-// The C ABI is the product; the Rust items are crate-private except
-// `unstable` below. (`#[no_mangle]` exports leave the library whatever the
-// visibility of their module.)
+// The C ABI is the product; every Rust item is crate-private. The loom
+// models, the fuzz harness and the benchmarks use the crates that hold what
+// they test (`hostcall-core/`, `printf/`), not this one. (`#[no_mangle]`
+// exports leave the library whatever the visibility of their module.)
 mod ffi;
 mod hsa;
 mod log;
@@ -66,20 +66,3 @@ mod vmem;
 
 #[cfg(feature = "rocclr-hostcall")]
 mod hostcall;
-
-/// Internals that the loom models (`tests/loom_*.rs`), the printf tests, the
-/// fuzz harness (`fuzz/`) and the Rust benchmarks (`bench/`) drive directly.
-/// Not a stable API: anything here may change or go in any release; use the
-/// C headers.
-#[doc(hidden)]
-#[cfg(feature = "rocclr-hostcall")]
-pub mod unstable {
-    pub use crate::hostcall::gate::Gate;
-    pub use crate::hostcall::listener::helper_bell::HelperBell;
-    pub use crate::hostcall::protocol::{
-        classic, packet, phase_bit, Buffer, ByLane, PacketServer, Protocol, VisitStats,
-    };
-    pub use crate::hostcall::services::call_gate::CallGate;
-    #[cfg(not(loom))]
-    pub use crate::hostcall::services::printf;
-}

@@ -3,7 +3,6 @@
 //!
 //! Only argument checks, logging, the panic boundary and status conversion
 //! live here; the counting is in `crate::hostcall::counters`.
-#![cfg(not(loom))]
 
 use core::ffi::c_void;
 

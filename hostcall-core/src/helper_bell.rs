@@ -21,7 +21,7 @@
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
-use crate::hostcall::sync::{AtomicBool, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicBool, Condvar, Mutex, Ordering};
 
 pub struct HelperBell {
     /// Rung since the helper last cleared it.
