@@ -9,17 +9,22 @@
 //! panic boundary, status conversion); `vmem/` and `hostcall/` hold the logic;
 //! `hsa` is the one place HSA symbols are resolved and `status` the one place
 //! HSA statuses become IREE statuses. Imports name the same folder with
-//! `super::` and everything else from `crate::`. `unsafe` is used where C or device
-//! memory is met, in twenty-one files: the exports (`ffi/`), libc (`sys`), HSA
-//! calls (`hsa`, `vmem/libhsa_table.rs`, `hostcall/listener/doorbell.rs`,
-//! DEVMEM), IREE's status allocator found at run time (`status`),
-//! device-shared memory (`hostcall/protocol/`, all of it through
-//! `protocol/device_words.rs`, and `hostcall/registry.rs`, which hands a
-//! caller's buffer to it), the fork-local statics (`hostcall/process.rs`),
-//! the lock-free once-only values (`race_once`), the printf formatter's
-//! `snprintf`, and calls of C handlers and host functions
-//! (`hostcall/services/`). Every block carries a `// SAFETY:` comment
-//! (clippy enforces it).
+//! `super::` and everything else from `crate::`. Two crates of the workspace
+//! hold what the tests drive directly: the hostcall's lock-free,
+//! model-checked core (`hostcall_core`, `hostcall-core/`: both wire
+//! protocols, the gates, the helper bell) and PRINTF's assembly and
+//! formatting (`hostcall_printf`, `hostcall-printf/`); docs/architecture.md
+//! says why. `unsafe` is used where C or device memory is met, in seventeen
+//! files here: the exports (`ffi/`), libc (`sys`), HSA calls (`hsa`,
+//! `vmem/libhsa_table.rs`, `hostcall/listener/doorbell.rs`, DEVMEM), IREE's
+//! status allocator found at run time (`status`), a caller's buffer handed
+//! to the core's view of device memory (`hostcall/registry.rs`), the
+//! fork-local statics (`hostcall/process.rs`), the lock-free once-only values
+//! (`race_once`), and calls of C handlers, printf sinks and host functions
+//! (`hostcall/services/`); device-shared memory itself is read and written
+//! in the core (through its `protocol/device_words.rs`), `snprintf` called in
+//! `hostcall-printf/src/cfmt.rs`. Every block carries a `// SAFETY:` comment
+//! (clippy enforces it, here and in both crates).
 //!
 //! # Panic policy
 //!

@@ -2,7 +2,7 @@
 //! `classic` (ready and free packet stacks) and `phase_bit` (a device and a
 //! host phase per packet), each as its layout, its view of a buffer in device
 //! memory and its serving steps. `Protocol` (`kind.rs`) is the one place the
-//! rest of the crate asks what a protocol needs (size, alignment, packets,
+//! listener and the registry ask what a protocol needs (size, alignment, packets,
 //! occupancy bitmap, name); `Buffer` (`visit.rs`) is a registered buffer in
 //! its protocol and the one way to serve it. `packet` is the packet view the
 //! services see, the same for both. `poll` is a channel in a protocol of the

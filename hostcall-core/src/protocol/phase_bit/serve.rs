@@ -36,8 +36,9 @@
 //!   host never reads it, so a bit set with no request costs nothing.
 //! * The doorbell is a throttled hint (a wave may not ring at all when another
 //!   rang less than ~10 µs before), so the listener keeps polling until the
-//!   doorbell has been still for twice that (`listener::pacing`), and its
-//!   rescan on timeout, not the ring, guarantees progress.
+//!   doorbell has been still for twice that (amdgpu-dropin's
+//!   `listener::pacing`), and its rescan on timeout, not the ring, guarantees
+//!   progress.
 
 use super::buffer::{PhaseBuffer, PhaseIndex};
 use crate::protocol::pending::Pending;
