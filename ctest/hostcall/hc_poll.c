@@ -263,10 +263,7 @@ static int child_after_fork(void) {
 }
 
 static void test_fork(void) {
-#if defined(__SANITIZE_THREAD__)
-  printf("skip %s: TSan does not support threads in a forked child\n", __func__);
-  return;
-#endif
+  HC_SKIP_FORK_UNDER_TSAN();
   static channel_t c;
   uint64_t doorbell = 0;
   DROPIN_REQUIRE(start_quiet(&c, fork_key, &doorbell));
