@@ -150,6 +150,7 @@ bool write_json(const options_t* opt, const char* path) {
     json_field(f, "listener_cpu_pct", idle->listener_cpu_pct);
     json_field(f, "process_cpu_ms", idle->process_cpu_ms);
     json_field(f, "bare_sleeper_cpu_ms", idle->bare_sleeper_cpu_ms);
+    json_field(f, "bare_watch_period_cpu_ms", idle->bare_watch_period_cpu_ms);
     json_counters(f, &idle->counters);
     fputs("}", f);
     first = false;
