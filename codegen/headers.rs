@@ -54,6 +54,7 @@ pub const HEADERS: &[Header] = &[
             src("src/ffi", "hostcall_ext.rs"),
             src("src/ffi", "hostcall_protocol.rs"),
             src("src/ffi", "hostcall_counters.rs"),
+            src("src/hostcall", "counters.rs"),
         ],
         output: "include/amdgpu_dropin_hostcall.h",
     },

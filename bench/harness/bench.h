@@ -260,9 +260,11 @@ typedef struct {
   double listener_cpu_ms;
   double listener_cpu_pct;
   double process_cpu_ms;
-  /* A thread that does nothing but sleep with the product listener's idle
-   * timeouts, over the same window: what the wake-ups alone cost here. */
+  /* Threads that do nothing but sleep, over the same window: with the
+   * product listener's idle timeouts, and every LOST_RING_WATCH_MS as its
+   * lost-ring watch; what those wake-ups alone cost here. */
   double bare_sleeper_cpu_ms;
+  double bare_watch_period_cpu_ms;
   lib_counters_t counters;
 } idle_t;
 extern idle_t g_idle[MODE_COUNT];

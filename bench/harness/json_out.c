@@ -117,18 +117,15 @@ bool write_json(const options_t* opt, const char* path) {
     if (r->kind == KIND_ISOLATION_SLOW) fprintf(f, ", \"slow_calls\": %" PRIu64, r->slow_calls);
     if (r->kind == KIND_DEVICE || r->kind == KIND_PACED || r->kind == KIND_HEAVY) {
       json_field(f, "device_cpu_us_per_rt", r->device_cpu_us_per_rt);
+      const struct { const char* name; const double* values; } rounds[] = {
+          {"round_trips_per_s", r->round_rts}, {"p50_us", r->round_p50}, {"p99_us", r->round_p99},
+          {"p999_us", r->round_p999}, {"listener_cpu_us_per_rt", r->round_lcpu},
+          {"listener_cpu_pct", r->round_lpct}};
       fputs(", \"rounds\": {", f);
-      json_array(f, "round_trips_per_s", r->round_rts, r->rounds);
-      fputs(", ", f);
-      json_array(f, "p50_us", r->round_p50, r->rounds);
-      fputs(", ", f);
-      json_array(f, "p99_us", r->round_p99, r->rounds);
-      fputs(", ", f);
-      json_array(f, "p999_us", r->round_p999, r->rounds);
-      fputs(", ", f);
-      json_array(f, "listener_cpu_us_per_rt", r->round_lcpu, r->rounds);
-      fputs(", ", f);
-      json_array(f, "listener_cpu_pct", r->round_lpct, r->rounds);
+      for (size_t k = 0; k < sizeof rounds / sizeof rounds[0]; ++k) {
+        if (k) fputs(", ", f);
+        json_array(f, rounds[k].name, rounds[k].values, r->rounds);
+      }
       fputs("}", f);
     }
     json_counters(f, &r->counters);
@@ -146,6 +143,7 @@ bool write_json(const options_t* opt, const char* path) {
     json_field(f, "listener_cpu_pct", idle->listener_cpu_pct);
     json_field(f, "process_cpu_ms", idle->process_cpu_ms);
     json_field(f, "bare_sleeper_cpu_ms", idle->bare_sleeper_cpu_ms);
+    json_field(f, "bare_watch_period_cpu_ms", idle->bare_watch_period_cpu_ms);
     json_counters(f, &idle->counters);
     fputs("}", f);
     first = false;

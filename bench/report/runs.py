@@ -67,7 +67,7 @@ def median(runs):
     for i in runs[0]["idle"]:
         same = [x for run in runs for x in run["idle"] if x["mode"] == i["mode"]]
         m = dict(i)
-        for f in ("listener_cpu_ms", "seconds", "bare_sleeper_cpu_ms", "listener_cpu_pct"):
+        for f in ("listener_cpu_ms", "seconds", "bare_sleeper_cpu_ms", "bare_watch_period_cpu_ms", "listener_cpu_pct"):
             m[f] = _median([x.get(f) for x in same])
         out["idle"].append(m)
     out["wakeup"] = []

@@ -65,6 +65,12 @@ static void channel_init(channel_t* c, void* key) {
   c->key = key;
 }
 
+/* Starts `c` afresh for `key` and registers it as a poll: the status. */
+static amdgpu_dropin_hostcall_status_t channel_register(channel_t* c, void* key, uint64_t* doorbell) {
+  channel_init(c, key);
+  return amdgpu_dropin_hostcall_register_poll(key, poll_channel, c, doorbell);
+}
+
 static void ring(uint64_t doorbell) { hsa_signal_add_screlease((hsa_signal_t){doorbell}, 1); }
 
 /* Posts one request, rings, waits until the poll answered it. */
@@ -85,8 +91,7 @@ static void wait_asleep(void) {
 
 /* Registers a fresh channel, serves one request, lets the listener fall asleep. */
 static bool start_quiet(channel_t* c, void* key, uint64_t* doorbell) {
-  channel_init(c, key);
-  if (amdgpu_dropin_hostcall_register_poll(key, poll_channel, c, doorbell) != AMDGPU_DROPIN_HOSTCALL_OK) return false;
+  if (channel_register(c, key, doorbell) != AMDGPU_DROPIN_HOSTCALL_OK) return false;
   if (!post_and_wait(c, *doorbell)) return false;
   wait_asleep();
   return true;
@@ -120,10 +125,9 @@ static void test_arguments(void) {
 static void test_ring_serves_and_unregister_stops(void) {
   static channel_t c;
   static char key[8];
-  channel_init(&c, key);
   int threads0 = hc_thread_count();
   uint64_t doorbell = 0;
-  DROPIN_REQUIRE(amdgpu_dropin_hostcall_register_poll(key, poll_channel, &c, &doorbell) == AMDGPU_DROPIN_HOSTCALL_OK);
+  DROPIN_REQUIRE(channel_register(&c, key, &doorbell) == AMDGPU_DROPIN_HOSTCALL_OK);
   /* The listener and its lost-ring watch, which the listener starts on its
    * own thread: it may come just after the registration returns. */
   DROPIN_CHECK_MSG(hc_wait_thread_count(threads0 + 2, TIMEOUT_MS) == threads0 + 2,
@@ -181,18 +185,16 @@ static void* unregister_thread(void* arg) {
 static void test_unregister_waits_for_a_poll(void) {
   static char key[8];
   channel_t* c = &blocked_channel;
-  channel_init(c, key);
   /* A second registration keeps the listener running: the unregister below
    * must wait for the poll itself, not for the listener to stop. */
   static channel_t other;
   static char other_key[8];
-  channel_init(&other, other_key);
   uint64_t other_doorbell = 0;
-  DROPIN_REQUIRE(amdgpu_dropin_hostcall_register_poll(other_key, poll_channel, &other, &other_doorbell) ==
-                 AMDGPU_DROPIN_HOSTCALL_OK);
-  atomic_store(&c->seen_at_end, -7);
+  DROPIN_REQUIRE(channel_register(&other, other_key, &other_doorbell) == AMDGPU_DROPIN_HOSTCALL_OK);
   uint64_t doorbell = 0;
-  DROPIN_REQUIRE(amdgpu_dropin_hostcall_register_poll(key, poll_channel, c, &doorbell) == AMDGPU_DROPIN_HOSTCALL_OK);
+  DROPIN_REQUIRE(channel_register(c, key, &doorbell) == AMDGPU_DROPIN_HOSTCALL_OK);
+  /* Only a blocked poll writes `seen_at_end`, and none is blocked before the next line. */
+  atomic_store(&c->seen_at_end, -7);
   atomic_store(&c->block, 1);
   ring(doorbell);
   uint64_t deadline = hc_now_ms() + TIMEOUT_MS;
@@ -212,10 +214,10 @@ static void test_unregister_waits_for_a_poll(void) {
 static void test_unregister_from_inside(void) {
   static channel_t c;
   static char key[8];
-  channel_init(&c, key);
-  atomic_store(&c.self_status, -1);
   uint64_t doorbell = 0;
-  DROPIN_REQUIRE(amdgpu_dropin_hostcall_register_poll(key, poll_channel, &c, &doorbell) == AMDGPU_DROPIN_HOSTCALL_OK);
+  DROPIN_REQUIRE(channel_register(&c, key, &doorbell) == AMDGPU_DROPIN_HOSTCALL_OK);
+  /* Only a poll told to unregister itself writes `self_status`: none before the next line. */
+  atomic_store(&c.self_status, -1);
   atomic_store(&c.unregister_self, 1);
   DROPIN_CHECK_MSG(post_and_wait(&c, doorbell), "the poll that unregisters itself did not serve");
   uint64_t deadline = hc_now_ms() + TIMEOUT_MS;
@@ -229,11 +231,10 @@ static void test_unregister_from_inside(void) {
 static void test_beside_a_buffer(void) {
   static channel_t c;
   static char key[8];
-  channel_init(&c, key);
   void* buffer = hc_alloc_buffer(8);
   DROPIN_REQUIRE(buffer != NULL && hc_enable(buffer, 8, NULL));
   uint64_t doorbell = 0;
-  DROPIN_REQUIRE(amdgpu_dropin_hostcall_register_poll(key, poll_channel, &c, &doorbell) == AMDGPU_DROPIN_HOSTCALL_OK);
+  DROPIN_REQUIRE(channel_register(&c, key, &doorbell) == AMDGPU_DROPIN_HOSTCALL_OK);
   if (!hc_phase_bit()) {
     const device_sim_buffer_header_t* header = buffer;
     DROPIN_CHECK_MSG(header->doorbell == doorbell, "the poll's doorbell %#llx is not the buffers' %#llx",
@@ -255,20 +256,14 @@ static int child_after_fork(void) {
   /* The parent's registration is not the child's. */
   if (amdgpu_dropin_hostcall_unregister_poll(fork_key) != AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_REGISTERED) return 10;
   static channel_t c;
-  channel_init(&c, fork_key);
   uint64_t doorbell = 0;
-  if (amdgpu_dropin_hostcall_register_poll(fork_key, poll_channel, &c, &doorbell) != AMDGPU_DROPIN_HOSTCALL_OK) {
-    return 11;
-  }
+  if (channel_register(&c, fork_key, &doorbell) != AMDGPU_DROPIN_HOSTCALL_OK) return 11;
   if (!post_and_wait(&c, doorbell)) return 12;
   return amdgpu_dropin_hostcall_unregister_poll(fork_key) == AMDGPU_DROPIN_HOSTCALL_OK ? 0 : 13;
 }
 
 static void test_fork(void) {
-#if defined(__SANITIZE_THREAD__)
-  printf("skip %s: TSan does not support threads in a forked child\n", __func__);
-  return;
-#endif
+  HC_SKIP_FORK_UNDER_TSAN();
   static channel_t c;
   uint64_t doorbell = 0;
   DROPIN_REQUIRE(start_quiet(&c, fork_key, &doorbell));
@@ -290,6 +285,5 @@ int main(void) {
   HC_RUN(test_unregister_from_inside);
   HC_RUN(test_beside_a_buffer);
   HC_RUN(test_fork);
-  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
-  return dropin_failures ? 1 : 0;
+  return dropin_check_exit_code();
 }

@@ -310,13 +310,7 @@ static int fork_child_body(void) {
 static int fork_child_exit_at_once(void) { exit(46); }
 
 static void test_fork_with_listener_running(void) {
-#if defined(__SANITIZE_THREAD__)
-  /* ThreadSanitizer cannot follow a child of a multi-threaded process that
-   * starts threads ("dup thread with used id"): its thread registry is the
-   * parent's. The case runs in every other build. */
-  printf("skip test_fork_with_listener_running: TSan does not support threads in a forked child\n");
-  return;
-#endif
+  HC_SKIP_FORK_UNDER_TSAN();
   parent_buffer = hc_alloc_buffer(8);
   DROPIN_REQUIRE_MSG(enableHostcalls(parent_buffer, 8, NULL), "enable");
   DROPIN_CHECK_MSG(hc_call_ok(parent_buffer, 1) == 0, "parent call");

@@ -295,6 +295,5 @@ int main(void) {
   HC_RUN(test_unregister_waits_for_a_running_call);
   HC_RUN(test_unregister_from_inside);
   pf_teardown(buffer);
-  printf("%s: %d failure(s)\n", dropin_failures ? "FAILED" : "passed", dropin_failures);
-  return dropin_failures ? 1 : 0;
+  return dropin_check_exit_code();
 }

@@ -529,13 +529,7 @@ int child_after_fork() {
 }
 
 void test_fork_in_use() {
-#if defined(__SANITIZE_THREAD__)
-  // ThreadSanitizer cannot follow a child of a multi-threaded process that
-  // starts threads ("dup thread with used id"), as in hostcall_process; the
-  // case runs in every other build.
-  printf("skip %s: TSan does not support threads in a forked child\n", __func__);
-  return;
-#endif
+  HC_SKIP_FORK_UNDER_TSAN();
   amd::Device dev(0);
   HostcallBuffer b = allocBuffer(dev);
   DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
@@ -616,13 +610,7 @@ int child_enable_after_fork() {
 // Forks while the listener is inside DEVMEM services (holding listenerLock):
 // the child must still enable and allocate.
 void test_fork_during_devmem() {
-#if defined(__SANITIZE_THREAD__)
-  // ThreadSanitizer cannot follow a child of a multi-threaded process that
-  // starts threads ("dup thread with used id"), as in hostcall_process; the
-  // case runs in every other build.
-  printf("skip %s: TSan does not support threads in a forked child\n", __func__);
-  return;
-#endif
+  HC_SKIP_FORK_UNDER_TSAN();
   amd::Device dev(0);
   HostcallBuffer b = allocBuffer(dev);
   DROPIN_REQUIRE_MSG(enable(dev, b), "enable");
@@ -1003,10 +991,7 @@ void* rpcForkBuffer = nullptr;
 int child_rpc_fork() { return child_rpc_after_fork(rpcForkBuffer); }
 
 void test_rpc_fork() {
-#if defined(__SANITIZE_THREAD__)
-  printf("skip %s: TSan does not support threads in a forked child\n", __func__);
-  return;
-#endif
+  HC_SKIP_FORK_UNDER_TSAN();
   amd::Device dev(0);
   rpcForkBuffer = allocRpcBuffer();
   DROPIN_REQUIRE_MSG(rpcForkBuffer != nullptr && amd::enableRpc(dev, rpcForkBuffer, kRpcPorts), "enableRpc");

@@ -80,6 +80,12 @@ fn memory_type_arg(raw: iree_hal_amdgpu_vmem_memory_type_t) -> Result<MemoryType
 // Virtual Memory Utilities
 //===----------------------------------------------------------------------===//
 
+/// An export's checks and call, run inside the panic boundary, with the
+/// result returned as an IREE status.
+fn status_export(name: &str, body: impl FnOnce() -> Result<()>) -> iree_status_t {
+    ffi_boundary!(name, { to_iree_status(body()) })
+}
+
 fn find(
     libhsa: *const iree_hal_amdgpu_libhsa_t,
     agent: hsa_agent_t,
@@ -110,9 +116,7 @@ pub unsafe extern "C" fn iree_hal_amdgpu_find_global_memory_pool(
     match_flags: hsa_amd_memory_pool_global_flag_t,
     out_pool: Option<NonNull<hsa_amd_memory_pool_t>>,
 ) -> iree_status_t {
-    ffi_boundary!("iree_hal_amdgpu_find_global_memory_pool", {
-        to_iree_status(find(libhsa, agent, match_flags, out_pool))
-    })
+    status_export("iree_hal_amdgpu_find_global_memory_pool", || find(libhsa, agent, match_flags, out_pool))
 }
 
 /// Finds an allocatable coarse-grained global memory pool of |agent|
@@ -126,8 +130,8 @@ pub unsafe extern "C" fn iree_hal_amdgpu_find_coarse_global_memory_pool(
     agent: hsa_agent_t,
     out_pool: Option<NonNull<hsa_amd_memory_pool_t>>,
 ) -> iree_status_t {
-    ffi_boundary!("iree_hal_amdgpu_find_coarse_global_memory_pool", {
-        to_iree_status(find(libhsa, agent, pool::COARSE_FLAGS, out_pool))
+    status_export("iree_hal_amdgpu_find_coarse_global_memory_pool", || {
+        find(libhsa, agent, pool::COARSE_FLAGS, out_pool)
     })
 }
 
@@ -143,8 +147,8 @@ pub unsafe extern "C" fn iree_hal_amdgpu_find_fine_global_memory_pool(
     agent: hsa_agent_t,
     out_pool: Option<NonNull<hsa_amd_memory_pool_t>>,
 ) -> iree_status_t {
-    ffi_boundary!("iree_hal_amdgpu_find_fine_global_memory_pool", {
-        to_iree_status(find(libhsa, agent, pool::FINE_FLAGS, out_pool))
+    status_export("iree_hal_amdgpu_find_fine_global_memory_pool", || {
+        find(libhsa, agent, pool::FINE_FLAGS, out_pool)
     })
 }
 
@@ -193,38 +197,42 @@ fn zeroed_out(
     Ok(out)
 }
 
-fn initialize(
-    libhsa: *const iree_hal_amdgpu_libhsa_t,
+/// The common end of both initializers, once every argument is checked:
+/// creates the ringbuffer and writes it to the zeroed `out`.
+fn initialize_into(
+    out: NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>,
+    libhsa: NonNull<iree_hal_amdgpu_libhsa_t>,
     memory_pool: hsa_amd_memory_pool_t,
-    memory_type: iree_hal_amdgpu_vmem_memory_type_t,
+    memory_type: MemoryType,
     min_capacity: iree_device_size_t,
-    access_desc_count: iree_host_size_t,
-    access_descs: *const hsa_amd_memory_access_desc_t,
-    out_ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
+    descs: &[hsa_amd_memory_access_desc_t],
 ) -> Result<()> {
-    let out = zeroed_out(out_ringbuffer)?;
-    let libhsa = libhsa_arg(libhsa)?;
-    let memory_type = memory_type_arg(memory_type)?;
-    let descs: &[hsa_amd_memory_access_desc_t] = if access_desc_count == 0 {
-        &[]
-    } else {
-        let ptr =
-            in_ptr(access_descs, "access_descs", core::mem::align_of::<hsa_amd_memory_access_desc_t>())?;
-        if access_desc_count > isize::MAX as usize / core::mem::size_of::<hsa_amd_memory_access_desc_t>() {
-            return Err(Error::invalid_argument(format!(
-                "access_desc_count {access_desc_count} is too large"
-            )));
-        }
-        // SAFETY: non-NULL, aligned, size in range (checked above); the
-        // contract says `access_descs` holds `access_desc_count` descriptors
-        // that stay unchanged during the call.
-        unsafe { core::slice::from_raw_parts(ptr.as_ptr(), access_desc_count) }
-    };
     let hsa = hsa_from(libhsa, libhsa_table::INITIALIZE_FUNCS)?;
     let ringbuffer = ringbuffer::initialize(&hsa, memory_pool, memory_type, min_capacity, descs)?;
-    // SAFETY: as in `zeroed_out`.
+    // SAFETY: `out` was checked and zeroed by `zeroed_out`; the contract makes it writable.
     unsafe { out.write(ringbuffer) };
     Ok(())
+}
+
+/// The caller's `access_desc_count` descriptors at `access_descs`.
+///
+/// # Safety
+/// `access_descs` is NULL or points to `access_desc_count` descriptors that
+/// stay unchanged during the call.
+unsafe fn access_descs_arg<'a>(
+    access_desc_count: iree_host_size_t,
+    access_descs: *const hsa_amd_memory_access_desc_t,
+) -> Result<&'a [hsa_amd_memory_access_desc_t]> {
+    if access_desc_count == 0 {
+        return Ok(&[]);
+    }
+    let ptr = in_ptr(access_descs, "access_descs", core::mem::align_of::<hsa_amd_memory_access_desc_t>())?;
+    if access_desc_count > isize::MAX as usize / core::mem::size_of::<hsa_amd_memory_access_desc_t>() {
+        return Err(Error::invalid_argument(format!("access_desc_count {access_desc_count} is too large")));
+    }
+    // SAFETY: non-NULL, aligned, size in range (checked above); the caller
+    // promises `access_desc_count` descriptors unchanged during the call.
+    Ok(unsafe { core::slice::from_raw_parts(ptr.as_ptr(), access_desc_count) })
 }
 
 /// Creates a ringbuffer of at least |min_capacity| bytes (rounded up to the
@@ -251,46 +259,14 @@ pub unsafe extern "C" fn iree_hal_amdgpu_vmem_ringbuffer_initialize(
 ) -> iree_status_t {
     // As upstream, the local agent plays no part when descriptors are explicit.
     let _ = local_agent;
-    ffi_boundary!("iree_hal_amdgpu_vmem_ringbuffer_initialize", {
-        to_iree_status(initialize(
-            libhsa,
-            memory_pool,
-            memory_type,
-            min_capacity,
-            access_desc_count,
-            access_descs,
-            out_ringbuffer,
-        ))
+    status_export("iree_hal_amdgpu_vmem_ringbuffer_initialize", || {
+        let out = zeroed_out(out_ringbuffer)?;
+        let libhsa = libhsa_arg(libhsa)?;
+        let memory_type = memory_type_arg(memory_type)?;
+        // SAFETY: the export's contract is `access_descs_arg`'s.
+        let descs = unsafe { access_descs_arg(access_desc_count, access_descs)? };
+        initialize_into(out, libhsa, memory_pool, memory_type, min_capacity, descs)
     })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn initialize_with_topology(
-    libhsa: *const iree_hal_amdgpu_libhsa_t,
-    local_agent: hsa_agent_t,
-    memory_pool: hsa_amd_memory_pool_t,
-    memory_type: iree_hal_amdgpu_vmem_memory_type_t,
-    min_capacity: iree_device_size_t,
-    topology: *const iree_hal_amdgpu_topology_t,
-    access_mode: iree_hal_amdgpu_vmem_access_mode_t,
-    out_ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
-) -> Result<()> {
-    let out = zeroed_out(out_ringbuffer)?;
-    let libhsa = libhsa_arg(libhsa)?;
-    let topology = in_ptr(topology, "topology", core::mem::align_of::<iree_hal_amdgpu_topology_t>())?;
-    // SAFETY: non-NULL and aligned; the contract says it is a readable
-    // topology, unchanged during the call; every bit pattern is a valid value.
-    let topology = unsafe { topology.as_ref() };
-    topology::validate(topology)?;
-    let mode = AccessMode::from_raw(access_mode)
-        .ok_or_else(|| Error::invalid_argument(format!("unhandled access mode: {access_mode}")))?;
-    let memory_type = memory_type_arg(memory_type)?;
-    let descs = topology::access_descriptors(topology, local_agent, mode);
-    let hsa = hsa_from(libhsa, libhsa_table::INITIALIZE_FUNCS)?;
-    let ringbuffer = ringbuffer::initialize(&hsa, memory_pool, memory_type, min_capacity, &descs)?;
-    // SAFETY: as in `zeroed_out`.
-    unsafe { out.write(ringbuffer) };
-    Ok(())
 }
 
 /// Like `iree_hal_amdgpu_vmem_ringbuffer_initialize` with the access
@@ -315,17 +291,19 @@ pub unsafe extern "C" fn iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topolog
     access_mode: iree_hal_amdgpu_vmem_access_mode_t,
     out_ringbuffer: Option<NonNull<iree_hal_amdgpu_vmem_ringbuffer_t>>,
 ) -> iree_status_t {
-    ffi_boundary!("iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology", {
-        to_iree_status(initialize_with_topology(
-            libhsa,
-            local_agent,
-            memory_pool,
-            memory_type,
-            min_capacity,
-            topology,
-            access_mode,
-            out_ringbuffer,
-        ))
+    status_export("iree_hal_amdgpu_vmem_ringbuffer_initialize_with_topology", || {
+        let out = zeroed_out(out_ringbuffer)?;
+        let libhsa = libhsa_arg(libhsa)?;
+        let topology = in_ptr(topology, "topology", core::mem::align_of::<iree_hal_amdgpu_topology_t>())?;
+        // SAFETY: non-NULL and aligned; the contract says it is a readable
+        // topology, unchanged during the call; every bit pattern is a valid value.
+        let topology = unsafe { topology.as_ref() };
+        topology::validate(topology)?;
+        let mode = AccessMode::from_raw(access_mode)
+            .ok_or_else(|| Error::invalid_argument(format!("unhandled access mode: {access_mode}")))?;
+        let memory_type = memory_type_arg(memory_type)?;
+        let descs = topology::access_descriptors(topology, local_agent, mode);
+        initialize_into(out, libhsa, memory_pool, memory_type, min_capacity, &descs)
     })
 }
 

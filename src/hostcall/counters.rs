@@ -14,12 +14,19 @@
 //! counts through the main listener. Readers (any thread) load them relaxed:
 //! a count read while it changes is the old or the new value, and counts
 //! are never compared with each other in the library.
+//!
+//! The counts are kept in the C API's own struct
+//! (`amdgpu_dropin_hostcall_counters_t`, part of
+//! `include/amdgpu_dropin_hostcall.h`), so they are written out once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Services with a counter slot of their own: ids 0 to `COUNTER_SERVICES - 2`;
-/// every other id counts in the last slot.
-pub const COUNTER_SERVICES: usize = 8;
+/// Service slots of `amdgpu_dropin_hostcall_counters_t`: ids 0 to 6 each in
+/// their own, every other id in the last.
+pub const AMDGPU_DROPIN_HOSTCALL_COUNTER_SERVICES: usize = 8;
+
+/// The same, by its short name inside this module.
+const COUNTER_SERVICES: usize = AMDGPU_DROPIN_HOSTCALL_COUNTER_SERVICES;
 
 /// The slot of service id `service`.
 fn slot(service: u32) -> usize {
@@ -81,8 +88,11 @@ impl BufferCounters {
     }
 
     /// The counts now; `listener`: the listener's counts now.
-    pub fn read(&self, listener: ListenerSnapshot) -> Counts {
-        let mut out = Counts::default();
+    pub fn read(&self, listener: ListenerSnapshot) -> amdgpu_dropin_hostcall_counters_t {
+        let mut out = amdgpu_dropin_hostcall_counters_t {
+            size: core::mem::size_of::<amdgpu_dropin_hostcall_counters_t>() as u32,
+            ..Default::default()
+        };
         for s in 0..COUNTER_SERVICES {
             out.packets[s] = self.packets[s].load(Ordering::Relaxed);
             out.lanes[s] = self.lanes[s].load(Ordering::Relaxed);
@@ -138,22 +148,49 @@ impl ListenerCounters {
     }
 }
 
-/// A buffer's counts since it was enabled (what
-/// `amdgpu_dropin_hostcall_get_counters` copies out; its C type documents
-/// each field).
+/// What the listener did for one buffer since it was enabled, as
+/// `amdgpu_dropin_hostcall_get_counters` fills it in. Counting costs the
+/// listener no locked instruction; a count read while the listener serves
+/// is at most a few packets old. The same counts are logged at
+/// `AMD_LOG_LEVEL` 3 or more when the buffer is disabled.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub packets: [u64; COUNTER_SERVICES],
-    pub lanes: [u64; COUNTER_SERVICES],
+#[allow(non_camel_case_types)]
+pub struct amdgpu_dropin_hostcall_counters_t {
+    /// Set by the caller to `sizeof(amdgpu_dropin_hostcall_counters_t)`
+    /// before the call; a larger value (a later version of this struct) is
+    /// accepted and the part this version knows is filled in.
+    pub size: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Packets served, by service id: ids 0 to 6 each in their slot (1
+    /// FUNCTION_CALL, 2 PRINTF, 3 DEVMEM, 4 SANITIZER), every other id in
+    /// slot 7.
+    pub packets: [u64; AMDGPU_DROPIN_HOSTCALL_COUNTER_SERVICES],
+    /// Active lanes of those packets, slotted as `packets`.
+    pub lanes: [u64; AMDGPU_DROPIN_HOSTCALL_COUNTER_SERVICES],
+    /// Changes of the doorbell's value the listener saw (one may stand for
+    /// several rings that came together). The doorbell and its waits are the
+    /// listener's, shared by every buffer it serves: this and the next two
+    /// count since this buffer was enabled.
     pub doorbell_rings: u64,
+    /// Blocked doorbell waits the listener made.
     pub blocked_waits: u64,
+    /// Of those, the waits that ended at their timeout.
     pub wait_timeouts: u64,
+    /// Lost rings: requests of this buffer found by a scan that no ring
+    /// announced (after a wait that timed out, or woken by the listener's
+    /// lost-ring watch).
     pub lost_rings: u64,
+    /// Times this buffer was moved to the helper thread for slow buffers.
     pub helper_handoffs: u64,
+    /// The longest one packet's service took, in nanoseconds (timed for the
+    /// first packet of every visit of the buffer; a visit of one packet is
+    /// all of it).
     pub longest_service_ns: u64,
 }
 
-impl Counts {
+impl amdgpu_dropin_hostcall_counters_t {
     /// The one-line summary logged when the buffer is disabled.
     pub fn summary(&self) -> String {
         let packets: u64 = self.packets.iter().sum();

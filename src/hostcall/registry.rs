@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::counters::Counts;
+use super::counters::amdgpu_dropin_hostcall_counters_t as Counts;
 use super::listener::{self, Entry, Listener, SignalApi};
 use super::process::{
     self, ForkLocal, ForkSafeOnce, EXITING, EXIT_HANDLER_RAN, IN_DOORBELL_WAIT, LIVE_THREADS,
