@@ -7,10 +7,10 @@
 
 use core::ptr::NonNull;
 
-use amdgpu_dropin::unstable::classic::buffer::DeviceBuffer;
-use amdgpu_dropin::unstable::classic::layout;
-use amdgpu_dropin::unstable::packet::Packet;
-use amdgpu_dropin::unstable::{Buffer, PacketServer};
+use hostcall_core::protocol::classic::buffer::DeviceBuffer;
+use hostcall_core::protocol::classic::layout;
+use hostcall_core::protocol::packet::Packet;
+use hostcall_core::protocol::{Buffer, PacketServer};
 use std::sync::atomic::Ordering;
 
 const ROUNDS: u32 = 200_000;

@@ -49,6 +49,7 @@ pub const HEADERS: &[Header] = &[
     Header {
         config: "cbindgen-hostcall-ext.toml",
         sources: &[
+            src("hostcall-core/src/protocol", "host_packet.rs"),
             src("src/hostcall/protocol", "host_packet.rs"),
             src("src/ffi", "hostcall_ext.rs"),
             src("src/ffi", "hostcall_protocol.rs"),

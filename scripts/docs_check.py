@@ -156,6 +156,11 @@ COMMANDS = {
     "ctest --test-dir build/test -R consumer -V": ("manual", "as above"),
     "cargo test --locked --lib hostcall::listener::pacing":
         ("manual", "a filtered part of scripts/test.sh's cargo test"),
+    "cargo test --locked -p amdgpu-dropin-hostcall-core protocol::classic":
+        ("manual", "a filtered part of scripts/test.sh's cargo test --workspace"),
+    'LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --locked --release '
+    '-p amdgpu-dropin-hostcall-core --test loom_phase':
+        ("manual", "one of the loom models scripts/test.sh runs, with the same command"),
     "cargo test --locked --features generate-headers --test headers":
         ("manual", "the header drift test alone; scripts/test.sh runs it within cargo test --workspace --locked "
                    "--features amdgpu-dropin/generate-headers"),

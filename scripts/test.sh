@@ -31,12 +31,13 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test (workspace, with the header drift test)"
 cargo test --workspace --locked --features amdgpu-dropin/generate-headers
 
-if ls tests/loom_*.rs >/dev/null 2>&1; then
+# The models live with what they check, in the hostcall core's crate.
+if ls hostcall-core/tests/loom_*.rs >/dev/null 2>&1; then
   echo "== loom model checking"
-  for test in tests/loom_*.rs; do
+  for test in hostcall-core/tests/loom_*.rs; do
     name=$(basename "$test" .rs)
     LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2} RUSTFLAGS="--cfg loom" \
-      CARGO_TARGET_DIR=target/loom cargo test --locked --release --test "$name"
+      CARGO_TARGET_DIR=target/loom cargo test --locked --release -p amdgpu-dropin-hostcall-core --test "$name"
   done
 fi
 

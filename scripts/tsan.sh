@@ -37,7 +37,7 @@ if [ "$part" = all ] || [ "$part" = rust ]; then
   # panic and output-capture code, which TSan reports without seeing std's
   # locks. Tests that start threads of their own are still checked as before.
   RUSTFLAGS="$rustflags" CARGO_TARGET_DIR=target/tsan \
-    cargo +nightly test --locked --target "$triple" --lib --tests --no-fail-fast -- --test-threads=1
+    cargo +nightly test --locked --target "$triple" --workspace --lib --tests --no-fail-fast -- --test-threads=1
   lib_test=$(ls -t target/tsan/"$triple"/debug/deps/amdgpu_dropin-* | grep -v '\.d$' | head -n 1)
   if ! has_symbol "$lib_test" __tsan_init; then
     echo "tsan.sh: $lib_test has no TSan runtime" >&2

@@ -9,17 +9,22 @@
 //! panic boundary, status conversion); `vmem/` and `hostcall/` hold the logic;
 //! `hsa` is the one place HSA symbols are resolved and `status` the one place
 //! HSA statuses become IREE statuses. Imports name the same folder with
-//! `super::` and everything else from `crate::`. `unsafe` is used where C or device
-//! memory is met, in twenty-one files: the exports (`ffi/`), libc (`sys`), HSA
-//! calls (`hsa`, `vmem/libhsa_table.rs`, `hostcall/listener/doorbell.rs`,
-//! DEVMEM), IREE's status allocator found at run time (`status`),
-//! device-shared memory (`hostcall/protocol/`, all of it through
-//! `protocol/device_words.rs`, and `hostcall/registry.rs`, which hands a
-//! caller's buffer to it), the fork-local statics (`hostcall/process.rs`),
-//! the lock-free once-only values (`race_once`), the printf formatter's
-//! `snprintf`, and calls of C handlers and host functions
-//! (`hostcall/services/`). Every block carries a `// SAFETY:` comment
-//! (clippy enforces it).
+//! `super::` and everything else from `crate::`. Two crates of the workspace
+//! hold what the tests drive directly: the hostcall's lock-free,
+//! model-checked core (`hostcall_core`, `hostcall-core/`: both wire
+//! protocols, the gates, the helper bell) and PRINTF's assembly and
+//! formatting (`hostcall_printf`, `hostcall-printf/`); docs/architecture.md
+//! says why. `unsafe` is used where C or device memory is met, in seventeen
+//! files here: the exports (`ffi/`), libc (`sys`), HSA calls (`hsa`,
+//! `vmem/libhsa_table.rs`, `hostcall/listener/doorbell.rs`, DEVMEM), IREE's
+//! status allocator found at run time (`status`), a caller's buffer handed
+//! to the core's view of device memory (`hostcall/registry.rs`), the
+//! fork-local statics (`hostcall/process.rs`), the lock-free once-only values
+//! (`race_once`), and calls of C handlers, printf sinks and host functions
+//! (`hostcall/services/`); device-shared memory itself is read and written
+//! in the core (through its `protocol/device_words.rs`), `snprintf` called in
+//! `hostcall-printf/src/cfmt.rs`. Every block carries a `// SAFETY:` comment
+//! (clippy enforces it, here and in both crates).
 //!
 //! # Panic policy
 //!
@@ -33,11 +38,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 // C-facing names mirror the originals (iree_status_t, hsa_agent_t, ...).
 #![allow(non_camel_case_types)]
-// Under `--cfg loom` only the model-checked parts are used (`unstable`), and
-// a build with one half only (or the static libhsa) leaves helpers of the
+// A build with one half only (or the static libhsa) leaves helpers of the
 // other unused; the full build is checked for dead code.
 #![cfg_attr(
-    any(loom, not(all(feature = "iree-vmem", feature = "rocclr-hostcall")), feature = "libhsa-static"),
+    any(not(all(feature = "iree-vmem", feature = "rocclr-hostcall")), feature = "libhsa-static"),
     allow(dead_code)
 )]
 
@@ -48,9 +52,10 @@ compile_error!(
      the host process"
 );
 
-// The C ABI is the product; the Rust items are crate-private except
-// `unstable` below. (`#[no_mangle]` exports leave the library whatever the
-// visibility of their module.)
+// The C ABI is the product; every Rust item is crate-private. The loom
+// models, the fuzz harness and the benchmarks use the crates that hold what
+// they test (`hostcall-core/`, `printf/`), not this one. (`#[no_mangle]`
+// exports leave the library whatever the visibility of their module.)
 mod ffi;
 mod hsa;
 mod log;
@@ -66,20 +71,3 @@ mod vmem;
 
 #[cfg(feature = "rocclr-hostcall")]
 mod hostcall;
-
-/// Internals that the loom models (`tests/loom_*.rs`), the printf tests, the
-/// fuzz harness (`fuzz/`) and the Rust benchmarks (`bench/`) drive directly.
-/// Not a stable API: anything here may change or go in any release; use the
-/// C headers.
-#[doc(hidden)]
-#[cfg(feature = "rocclr-hostcall")]
-pub mod unstable {
-    pub use crate::hostcall::gate::Gate;
-    pub use crate::hostcall::listener::helper_bell::HelperBell;
-    pub use crate::hostcall::protocol::{
-        classic, packet, phase_bit, Buffer, ByLane, PacketServer, Protocol, VisitStats,
-    };
-    pub use crate::hostcall::services::call_gate::CallGate;
-    #[cfg(not(loom))]
-    pub use crate::hostcall::services::printf;
-}

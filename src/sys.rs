@@ -192,7 +192,7 @@ pub fn exact_symbol_name(addr: *const c_void) -> Option<&'static CStr> {
     Some(unsafe { CStr::from_ptr(info.dli_sname) })
 }
 
-#[cfg(all(feature = "rocclr-hostcall", not(loom)))]
+#[cfg(feature = "rocclr-hostcall")]
 /// Registers `child` to run in the child process after fork(2)
 /// (pthread_atfork with no prepare/parent handlers).
 pub fn register_atfork_child(child: unsafe extern "C" fn()) -> Result<(), String> {
@@ -208,7 +208,7 @@ pub fn register_atfork_child(child: unsafe extern "C" fn()) -> Result<(), String
     }
 }
 
-#[cfg(all(feature = "rocclr-hostcall", not(loom)))]
+#[cfg(feature = "rocclr-hostcall")]
 /// Registers `handler` to run at exit(3), before the `.fini_array` hooks of
 /// every object and before the exit handlers registered earlier (glibc runs
 /// them last-registered first). Linked from libc_nonshared with this
@@ -224,7 +224,7 @@ pub fn register_at_exit(handler: extern "C" fn()) -> Result<(), String> {
     }
 }
 
-#[cfg(all(feature = "rocclr-hostcall", not(loom)))]
+#[cfg(feature = "rocclr-hostcall")]
 /// Makes the loaded object that contains `addr` permanent: dladdr finds its
 /// file, dlopen(RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) marks it never to be
 /// unloaded (dlclose then leaves it mapped). The extra reference is never

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Usage: package_lists.sh CARGO MANIFEST
-# Both crates can be published: `cargo package --list` holds what a build
+# Every crate can be published: `cargo package --list` holds what a build
 # needs (license, readme, build script, cbindgen configs, checked-in headers,
 # source) and none of the C suite, benchmark, fuzz target, demo or scripts,
 # and cargo reports no missing metadata. A consumer's build (normal and build
@@ -28,6 +28,8 @@ check() {
   rm -f "$log" "$list"
 }
 check hsa-sys LICENSE README.md Cargo.toml src/lib.rs
+check amdgpu-dropin-hostcall-core LICENSE README.md Cargo.toml src/lib.rs src/protocol/mod.rs
+check amdgpu-dropin-hostcall-printf LICENSE README.md Cargo.toml src/lib.rs src/format.rs
 check amdgpu-dropin LICENSE README.md Cargo.toml build.rs codegen/headers.rs cbindgen.toml cbindgen-hostcall.toml \
   cbindgen-hostcall-ext.toml cbindgen-test-constants.toml \
   include/rochostcall.hpp include/amdgpu_dropin_hostcall.h include/iree-vmem/iree/hal/drivers/amdgpu/util/vmem.h src/lib.rs

@@ -1,7 +1,8 @@
 //! Fuzzing harness of the PRINTF service, shared (by `#[path]`) by the
 //! cargo-fuzz target (`fuzz/fuzz_targets/printf.rs`) and the stable
-//! randomized test (`tests/printf_fuzz.rs`). It uses only the library's
-//! public API and is not part of the library.
+//! randomized test (`hostcall-printf/tests/printf_fuzz.rs`). It uses only
+//! the public API of the crate that holds the service (`hostcall-printf/`)
+//! and is not part of any library.
 //!
 //! `run` turns arbitrary bytes into either a stream of packets from several
 //! lanes and buffers (replayed against a `PrintfService` with small caps
@@ -9,9 +10,9 @@
 //! reply descriptor, or not) or one raw message for `format_message`, and
 //! checks the service's invariants. A violation panics (the fuzzer's crash).
 
-use amdgpu_dropin::unstable::printf::message::{DESC_BEGIN, DESC_END, DESC_ID_SHIFT, DESC_LEN_SHIFT};
-use amdgpu_dropin::unstable::printf::{
-    format_message, Descriptor, Limits, PrintfService, Sink, PRINTF_ERROR,
+use amdgpu_dropin_hostcall_printf::message::{DESC_BEGIN, DESC_END, DESC_ID_SHIFT, DESC_LEN_SHIFT};
+use amdgpu_dropin_hostcall_printf::{
+    format_message, Descriptor, Limits, Output, PrintfService, PRINTF_ERROR,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -68,16 +69,25 @@ fn run_message(data: &[u8]) {
     }
 }
 
-fn run_packets(input: &mut Bytes<'_>) {
-    let written = Arc::new(AtomicUsize::new(0));
-    let sink_written = written.clone();
-    let sink: Sink = Box::new(move |_, bytes| {
+/// Counts what it is given and drops it.
+struct Discard {
+    written: Arc<AtomicUsize>,
+}
+
+impl Output for Discard {
+    fn write(&self, _: usize, _: bool, bytes: &[u8]) -> usize {
         assert!(!bytes.is_empty() && bytes.len() <= FUZZ_LIMITS.max_output_bytes);
         // Relaxed: a counter read by the same thread after the call.
-        sink_written.fetch_add(bytes.len(), Ordering::Relaxed);
+        self.written.fetch_add(bytes.len(), Ordering::Relaxed);
         bytes.len()
-    });
-    let service = PrintfService::with_output(FUZZ_LIMITS, Some(sink));
+    }
+
+    fn warn(&self, _: core::fmt::Arguments<'_>) {}
+}
+
+fn run_packets(input: &mut Bytes<'_>) {
+    let written = Arc::new(AtomicUsize::new(0));
+    let service = PrintfService::new(FUZZ_LIMITS, Discard { written: written.clone() });
     // The descriptor each (buffer, lane) would send next, as a device keeps it.
     let mut next_desc = [[DESC_BEGIN; LANES]; BUFFERS];
     let mut packets = 0;

@@ -5,7 +5,6 @@
 //! Only argument checks, logging and the panic boundary live here; the logic
 //! is in `crate::hostcall`. The mangled aliases are kept out of the generated
 //! header (`cbindgen:ignore`).
-#![cfg(not(loom))]
 #![allow(non_snake_case)]
 
 use core::ffi::c_void;

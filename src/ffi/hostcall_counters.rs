@@ -4,7 +4,6 @@
 //! Only argument checks, logging, the panic boundary and status conversion
 //! live here; the counting, and the struct it fills in, are in
 //! `crate::hostcall::counters`.
-#![cfg(not(loom))]
 
 use core::ffi::c_void;
 

@@ -4,7 +4,6 @@
 //!
 //! Only argument checks, logging, the panic boundary and status conversion
 //! live here; the logic is in `crate::hostcall::services`.
-#![cfg(not(loom))]
 
 use core::ffi::{c_char, c_void};
 

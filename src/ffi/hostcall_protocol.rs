@@ -6,7 +6,6 @@
 //!
 //! Only argument checks, logging, the panic boundary and status conversion
 //! live here; the logic is in `crate::hostcall::{registry, protocol}`.
-#![cfg(not(loom))]
 
 use core::ffi::c_void;
 

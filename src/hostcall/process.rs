@@ -7,8 +7,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Once;
 
-use super::gate::Gate;
 use crate::log::Level;
+use hostcall_core::gate::Gate;
 
 /// Listener threads inside the HSA doorbell wait right now. Process exit
 /// waits for it to drop to 0 (bounded by `IDLE_WAIT_MAX_MS + EXIT_TIMEOUT_MS`,

@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::counters::amdgpu_dropin_hostcall_counters_t as Counts;
-use super::gate::Gate;
 use super::listener::{self, Entry, Listener, SignalApi};
 use super::process::{
     self, ForkLocal, ForkSafeOnce, EXITING, EXIT_HANDLER_RAN, IN_DOORBELL_WAIT, LIVE_THREADS,
@@ -29,6 +28,7 @@ use super::protocol::Buffer;
 pub use super::protocol::Protocol;
 use super::waiting;
 use crate::log::Level;
+use hostcall_core::gate::Gate;
 
 /// Longest the last `disableHostcalls` waits for the listener thread to end
 /// before leaving it to finish on its own (it holds its own references).

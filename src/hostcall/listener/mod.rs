@@ -10,7 +10,6 @@
 //! * `classifier`  — which thread serves which buffer (pure, clock injected).
 //! * `clock`       — the monotonic clock the threads read, behind a trait.
 //! * `doorbell`    — the HSA signal and its blocked wait (all HSA calls).
-//! * `helper_bell` — where the slow-buffer helper sleeps (model-checked).
 //! * `lost_ring_watch` — the thread that ends a wait a lost ring left waiting.
 //!
 //! The waiting strategy (poll after work while requests come often, then a
@@ -22,7 +21,6 @@
 mod classifier;
 mod clock;
 mod doorbell;
-pub mod helper_bell;
 mod lost_ring_watch;
 mod pacing;
 mod shared;

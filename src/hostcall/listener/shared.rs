@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use super::classifier::{BufferClass, HelperWatch};
 use super::doorbell::Doorbell;
-use super::helper_bell::HelperBell;
 use super::lost_ring_watch::WatchState;
 use crate::hostcall::counters::{BufferCounters, ListenerCounters, ListenerSnapshot};
-use crate::hostcall::gate::Gate;
 use crate::hostcall::process::{EXITING, FORK_EPOCH, IN_DOORBELL_WAIT};
 use crate::hostcall::protocol::Buffer;
 use crate::hostcall::services::Services;
 use crate::hostcall::snapshot::Published;
 use crate::hostcall::test_hooks::TestHooks;
+use hostcall_core::gate::Gate;
+use hostcall_core::helper_bell::HelperBell;
 
 /// One registered buffer.
 pub struct Entry {

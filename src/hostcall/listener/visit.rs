@@ -7,16 +7,16 @@ use std::sync::Arc;
 
 use super::classifier::{HelperWatch, Role, Transition, SLOW_DEMOTE_AFTER, SLOW_STREAK};
 use super::clock::Clock;
-use super::helper_bell::HelperBell;
 use super::shared::{Entry, Listener};
 use crate::hostcall::counters::BufferCounters;
-use crate::hostcall::gate::Gate;
 use crate::hostcall::process::{EXITING, SERVING};
 use crate::hostcall::protocol::packet::Packet;
 use crate::hostcall::protocol::PacketServer;
 use crate::hostcall::services::Services;
 use crate::hostcall::test_hooks::TestHooks;
 use crate::log::Level;
+use hostcall_core::gate::Gate;
+use hostcall_core::helper_bell::HelperBell;
 
 /// What a scan uses of its listener.
 #[derive(Clone, Copy)]
@@ -285,7 +285,7 @@ fn visit_entry(
     let stats = entry.buffer.visit(plan.expect_work, begin, server, keep_going)?;
     let first_done = first_done.get();
     let start = start.get();
-    stats.log_findings(entry.key);
+    stats.report_findings(entry.key, |line| crate::log!(Level::Error, "{line}"));
     if stats.stopped {
         crate::log!(
             Level::Warning,

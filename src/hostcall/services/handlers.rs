@@ -14,7 +14,7 @@
 //!
 //! # Unregistering waits for running calls
 //!
-//! Each registration has a `CallGate` (call_gate.rs, model-checked with
+//! Each registration has a `CallGate` (`hostcall_core::call_gate`, model-checked with
 //! loom): a call counts itself in, unregistering retires the gate and waits
 //! until the calls have left, so everything a handler did happens before
 //! `unregister` returns.
@@ -38,7 +38,6 @@ use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use super::call_gate::CallGate;
 use super::ids::{SERVICE_FUNCTION_CALL, SERVICE_PRINTF, SERVICE_RESERVED};
 use crate::hostcall::process::ForkLocal;
 use crate::hostcall::protocol::host_packet::{
@@ -46,6 +45,7 @@ use crate::hostcall::protocol::host_packet::{
 };
 use crate::hostcall::snapshot::Published;
 use crate::log::Level;
+use hostcall_core::call_gate::CallGate;
 
 /// A service implemented in Rust and registered like a C handler (the
 /// default DEVMEM service).

@@ -19,7 +19,6 @@
 //! before keep their answers. READY is cleared as for any other packet, so the
 //! wave always continues. Upstream aborts the process instead.
 
-pub mod call_gate;
 pub mod devmem;
 pub mod function_call;
 pub mod handlers;
@@ -61,7 +60,7 @@ impl PacketServer for &Services {
 impl Services {
     pub fn new() -> Services {
         Services {
-            printf: PrintfService::new(),
+            printf: printf::service(),
             unknown_logged: spin::Mutex::new(Vec::new()),
             devmem_unserved_logged: AtomicBool::new(false),
             hooks: TestHooks::new(),

@@ -44,7 +44,7 @@ pub trait SlotAccess {
 /// same names (each protocol's view, real and modelled).
 macro_rules! slot_access {
     ($buffer:ty, $index:ty) => {
-        impl $crate::hostcall::protocol::pending::SlotAccess for $buffer {
+        impl $crate::protocol::pending::SlotAccess for $buffer {
             type Index = $index;
             fn base(&self) -> usize {
                 <$buffer>::base(self)
@@ -52,26 +52,21 @@ macro_rules! slot_access {
             fn prefetch_slot(&self, index: $index, lane: u32) {
                 <$buffer>::prefetch_slot(self, index, lane)
             }
-            fn read_slot(
-                &self,
-                index: $index,
-                lane: u32,
-            ) -> [u64; $crate::hostcall::protocol::payload::SLOT_WORDS] {
+            fn read_slot(&self, index: $index, lane: u32) -> [u64; $crate::protocol::payload::SLOT_WORDS] {
                 <$buffer>::read_slot(self, index, lane)
             }
             fn slot_words(
                 &self,
                 index: $index,
                 lane: u32,
-            ) -> Option<&[core::sync::atomic::AtomicU64; $crate::hostcall::protocol::payload::SLOT_WORDS]>
-            {
+            ) -> Option<&[core::sync::atomic::AtomicU64; $crate::protocol::payload::SLOT_WORDS]> {
                 <$buffer>::slot_words(self, index, lane)
             }
             fn write_answer(
                 &self,
                 index: $index,
                 lane: u32,
-                answer: &[u64; $crate::hostcall::protocol::payload::ANSWER_WORDS],
+                answer: &[u64; $crate::protocol::payload::ANSWER_WORDS],
             ) {
                 <$buffer>::write_answer(self, index, lane, answer)
             }

@@ -11,9 +11,9 @@
 //! futex wake-up.
 //!
 //! The main listener sees every ring of the doorbell and looks at the
-//! helper's buffers in its scans (`visit::scan`). While a buffer is on
-//! the helper, its wait has the doorbell wait's timeout all the same (a lost
-//! ring); with none, it sleeps until rung.
+//! helper's buffers in its scans (amdgpu-dropin's `listener::visit::scan`).
+//! While a buffer is on the helper, its wait has the doorbell wait's timeout
+//! all the same (a lost ring); with none, it sleeps until rung.
 //!
 //! Model-checked with loom (`tests/loom_helper_bell.rs`): a ring after the
 //! main listener saw work is never lost by a helper about to sleep.
@@ -21,7 +21,7 @@
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
-use crate::hostcall::sync::{AtomicBool, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicBool, Condvar, Mutex, Ordering};
 
 pub struct HelperBell {
     /// Rung since the helper last cleared it.

@@ -20,13 +20,13 @@
 //! Run (separate target dir so the main build is not invalidated):
 //!
 //!     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!         cargo test --release --test loom_phase_device
+//!         cargo test -p amdgpu-dropin-hostcall-core --release --test loom_phase_device
 #![cfg(loom)]
 
-use amdgpu_dropin::unstable::packet::Packet;
-use amdgpu_dropin::unstable::phase_bit::buffer::{PhaseBuffer, PhaseIndex};
-use amdgpu_dropin::unstable::phase_bit::serve::device;
-use amdgpu_dropin::unstable::{Buffer, PacketServer};
+use amdgpu_dropin_hostcall_core::protocol::packet::Packet;
+use amdgpu_dropin_hostcall_core::protocol::phase_bit::buffer::{PhaseBuffer, PhaseIndex};
+use amdgpu_dropin_hostcall_core::protocol::phase_bit::serve::device;
+use amdgpu_dropin_hostcall_core::protocol::{Buffer, PacketServer};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;

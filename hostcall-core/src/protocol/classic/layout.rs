@@ -45,8 +45,8 @@
 use core::mem::{align_of, offset_of, size_of};
 use static_assertions::const_assert_eq;
 
-use crate::hostcall::protocol::payload::{align_up, slot_word};
-pub use crate::hostcall::protocol::payload::{Payload, ANSWER_WORDS, BUFFER_ALIGNMENT, LANES, SLOT_WORDS};
+use crate::protocol::payload::{align_up, slot_word};
+pub use crate::protocol::payload::{Payload, ANSWER_WORDS, BUFFER_ALIGNMENT, LANES, SLOT_WORDS};
 
 /// Packet header control bit 0: the packet waits for the host.
 pub const CONTROL_READY: u32 = 1;

@@ -7,7 +7,7 @@
 //! Run (separate target dir so the main build is not invalidated):
 //!
 //!     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!         cargo test --release --test loom_phase
+//!         cargo test -p amdgpu-dropin-hostcall-core --release --test loom_phase
 //!
 //! Headers and payload words are loom `UnsafeCell`s, so a request or answer
 //! read or written outside the handshake is reported as a data race; a lost
@@ -15,10 +15,10 @@
 //! assertion.
 #![cfg(loom)]
 
-use amdgpu_dropin::unstable::packet::Packet;
-use amdgpu_dropin::unstable::phase_bit::buffer::PhaseBuffer;
-use amdgpu_dropin::unstable::phase_bit::serve::device;
-use amdgpu_dropin::unstable::{Buffer, PacketServer};
+use amdgpu_dropin_hostcall_core::protocol::packet::Packet;
+use amdgpu_dropin_hostcall_core::protocol::phase_bit::buffer::PhaseBuffer;
+use amdgpu_dropin_hostcall_core::protocol::phase_bit::serve::device;
+use amdgpu_dropin_hostcall_core::protocol::{Buffer, PacketServer};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;

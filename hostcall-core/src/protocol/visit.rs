@@ -12,8 +12,7 @@ use super::phase_bit::buffer::PhaseBuffer;
 use super::phase_bit::layout::DOORBELL_THROTTLE_NS;
 use super::phase_bit::serve::{has_pending, serve_phases, PhaseStats, ScanCell};
 use super::poll::PollChannel;
-use crate::hostcall::sync::Ordering;
-use crate::log::Level;
+use crate::sync::Ordering;
 
 /// A registered buffer, in the protocol it was enabled with.
 pub enum Buffer {
@@ -54,7 +53,7 @@ pub struct VisitStats {
     findings: Findings,
 }
 
-/// What a visit found wrong, in the protocol's words (logged by `log_findings`).
+/// What a visit found wrong, in the protocol's words (told by `report_findings`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Findings {
     #[default]
@@ -66,6 +65,11 @@ enum Findings {
     },
     PhaseBit {
         odd_phases: u32,
+    },
+    /// A poll failed for the first time since it was registered.
+    PollFailed {
+        key: usize,
+        outcome: i32,
     },
 }
 
@@ -185,10 +189,14 @@ impl Buffer {
                 // No peek: only the callback can look. It serves by itself;
                 // work it reports brings the listener back soon, as packets do.
                 begin();
+                let polled = channel.poll();
                 Some(VisitStats {
-                    served: u32::from(channel.poll()),
+                    served: u32::from(polled.served),
                     stopped: false,
-                    findings: Findings::None,
+                    findings: polled.first_failure.map_or(Findings::None, |outcome| Findings::PollFailed {
+                        key: channel.key(),
+                        outcome,
+                    }),
                 })
             }
         }
@@ -259,38 +267,40 @@ impl VisitStats {
         }
     }
 
-    /// Logs what the visit found wrong in buffer `key`.
-    pub fn log_findings(&self, key: usize) {
+    /// Hands `report` one line for each thing the visit found wrong in
+    /// buffer `key` (the listener logs them as errors; this crate logs nothing).
+    pub fn report_findings(&self, key: usize, mut report: impl FnMut(core::fmt::Arguments<'_>)) {
         match self.findings {
             Findings::None => {}
             Findings::Classic { stats, index_mask, packets } => {
                 if let Some(ptr) = stats.bad_pointer {
-                    crate::log!(
-                        Level::Error,
+                    report(format_args!(
                         "hostcall: buffer {key:#x}: ready stack holds tagged pointer {ptr:#x} whose index {} is \
                          not below the packet count {packets}; it and the packets behind it are dropped, never \
                          touched",
                         ptr & index_mask,
-                    );
+                    ));
                 }
                 if stats.cycle {
-                    crate::log!(
-                        Level::Error,
+                    report(format_args!(
                         "hostcall: buffer {key:#x}: ready stack chain reaches a packet without READY or is longer \
                          than its {packets} packets (a cycle or corruption); walk stopped, each packet served at \
                          most once",
-                    );
+                    ));
                 }
             }
             Findings::PhaseBit { odd_phases } => {
                 if odd_phases > 0 {
-                    crate::log!(
-                        Level::Error,
+                    report(format_args!(
                         "hostcall: buffer {key:#x}: {odd_phases} packet(s) had a device phase other than 0 or 1 \
                          (corruption); served once and settled",
-                    );
+                    ));
                 }
             }
+            Findings::PollFailed { key, outcome } => report(format_args!(
+                "hostcall: the poll registered for key {key:#x} returned {outcome} (failed); taken as nothing \
+                 served (logged once)",
+            )),
         }
     }
 }
@@ -300,8 +310,8 @@ mod tests {
     use core::ptr::NonNull;
 
     use super::*;
-    use crate::hostcall::protocol::classic::serve::device as classic_device;
-    use crate::hostcall::protocol::phase_bit::serve::device as phase_device;
+    use crate::protocol::classic::serve::device as classic_device;
+    use crate::protocol::phase_bit::serve::device as phase_device;
 
     fn answer(service: u32, _lane: u32, slot: &mut [u64; 8]) {
         slot[0] += 100;
@@ -348,12 +358,16 @@ mod tests {
         classic.ready_stack().store(6 + 8 * 2, Ordering::Relaxed);
         let stats = visited.visit(false, || {}, ByLane(answer), || true).expect("work");
         assert_eq!((stats.served, stats.bad_pointer()), (1, Some(6 + 8 * 2)));
-        stats.log_findings(0x1000);
+        let mut lines = Vec::new();
+        stats.report_findings(0x1000, |line| lines.push(line.to_string()));
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0]
+            .starts_with("hostcall: buffer 0x1000: ready stack holds tagged pointer 0x16 whose index 6"));
     }
 
     #[test]
     fn a_phase_bit_visit_has_no_peek_and_keeps_its_scan_state() {
-        let occupied = [crate::hostcall::sync::AtomicU32::new(0)];
+        let occupied = [crate::sync::AtomicU32::new(0)];
         let (_memory, visited) = buffer(Protocol::PhaseBit, 4, occupied.as_ptr() as usize);
         let Buffer::PhaseBit { buffer: phase, scan } = &visited else { unreachable!() };
         let mut begun = 0;
@@ -396,11 +410,8 @@ mod tests {
     #[test]
     fn a_poll_visit_calls_the_callback_without_a_peek() {
         let calls = core::sync::atomic::AtomicU32::new(0);
-        let channel = crate::hostcall::protocol::poll::PollChannel::new(
-            0x9000,
-            served_once,
-            &calls as *const _ as usize,
-        );
+        let channel =
+            crate::protocol::poll::PollChannel::new(0x9000, served_once, &calls as *const _ as usize);
         let visited = Buffer::Poll(channel);
         assert!(visited.is_poll() && visited.protocol().is_none());
         assert!(visited.has_waiting_requests(), "a poll cannot be peeked at");
@@ -412,7 +423,28 @@ mod tests {
         assert_eq!((second.served, begun), (0, 2), "nothing more");
         assert_eq!(calls.load(core::sync::atomic::Ordering::Relaxed), 2);
         visited.prefetch();
-        second.log_findings(0x9000);
+        let mut lines = 0;
+        second.report_findings(0x9000, |_| lines += 1);
+        assert_eq!(lines, 0, "nothing went wrong");
+    }
+
+    unsafe extern "C-unwind" fn failing(_user: *mut core::ffi::c_void, _key: *mut core::ffi::c_void) -> i32 {
+        -5
+    }
+
+    #[test]
+    fn a_failed_poll_is_reported_once() {
+        let visited = Buffer::Poll(crate::protocol::poll::PollChannel::new(0x9100, failing, 0));
+        let mut lines = Vec::new();
+        for _ in 0..2 {
+            let stats = visited.visit(false, || {}, ByLane(answer), || true).expect("no peek");
+            assert_eq!(stats.served, 0, "a failure serves nothing");
+            stats.report_findings(0x9100, |line| lines.push(line.to_string()));
+        }
+        assert_eq!(
+            lines,
+            ["hostcall: the poll registered for key 0x9100 returned -5 (failed); taken as nothing served (logged once)"]
+        );
     }
 
     #[test]

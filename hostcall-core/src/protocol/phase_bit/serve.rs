@@ -36,12 +36,13 @@
 //!   host never reads it, so a bit set with no request costs nothing.
 //! * The doorbell is a throttled hint (a wave may not ring at all when another
 //!   rang less than ~10 µs before), so the listener keeps polling until the
-//!   doorbell has been still for twice that (`listener::pacing`), and its
-//!   rescan on timeout, not the ring, guarantees progress.
+//!   doorbell has been still for twice that (amdgpu-dropin's
+//!   `listener::pacing`), and its rescan on timeout, not the ring, guarantees
+//!   progress.
 
 use super::buffer::{PhaseBuffer, PhaseIndex};
-use crate::hostcall::protocol::pending::Pending;
-use crate::hostcall::sync::{AtomicU32, Ordering};
+use crate::protocol::pending::Pending;
+use crate::sync::{AtomicU32, Ordering};
 
 /// A narrowed scan is widened to the whole buffer at least this often, so a
 /// request in a high packet waits at most this many visits behind busy low
@@ -214,10 +215,10 @@ fn pending(buffer: &PhaseBuffer) -> u32 {
 
 /// The device side of the phase-bit protocol, for the unit tests and the loom
 /// model (the C device simulator has its own, independent copy).
-#[cfg(any(test, loom))]
+#[cfg(any(test, loom, feature = "device-model"))]
 pub mod device {
     use super::*;
-    use crate::hostcall::sync::AtomicU32;
+    use crate::sync::AtomicU32;
 
     /// Claims a free packet: sets its occupancy bit (acquire fetch_or; the
     /// device library's relaxed one is a hazard, see
@@ -292,8 +293,8 @@ pub mod device {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::hostcall::protocol::packet::Packet;
-    use crate::hostcall::protocol::phase_bit::layout;
+    use crate::protocol::packet::Packet;
+    use crate::protocol::phase_bit::layout;
     use core::ptr::NonNull;
     use core::sync::atomic::AtomicU32;
 

@@ -23,8 +23,8 @@
 
 use super::layout;
 #[cfg(not(loom))]
-use crate::hostcall::protocol::device_words::DeviceWords;
-use crate::hostcall::sync::{AtomicU32, AtomicU64};
+use crate::protocol::device_words::DeviceWords;
+use crate::sync::{AtomicU32, AtomicU64};
 
 /// A packet index known to be below the buffer's packet count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +42,7 @@ impl PacketIndex {
         (index < u64::from(packets)).then_some(PacketIndex(index as u32))
     }
 
-    #[cfg(any(test, loom))]
+    #[cfg(any(test, loom, feature = "device-model"))]
     pub fn get(self) -> u32 {
         self.0
     }
@@ -73,7 +73,7 @@ pub use real::DeviceBuffer;
 #[cfg(loom)]
 pub use model::DeviceBuffer;
 
-crate::hostcall::protocol::pending::slot_access!(DeviceBuffer, PacketIndex);
+crate::protocol::pending::slot_access!(DeviceBuffer, PacketIndex);
 
 #[cfg(not(loom))]
 mod real {
@@ -187,7 +187,7 @@ mod real {
 
         /// Writes lane `lane`'s 8 words into payload `index` (tests play the
         /// device with it).
-        #[cfg(test)]
+        #[cfg(any(test, feature = "device-model"))]
         pub fn write_slot(&self, index: PacketIndex, lane: u32, slot: &[u64; layout::SLOT_WORDS]) {
             self.write_lane_words(index, lane, slot);
         }
@@ -239,7 +239,7 @@ mod real {
 #[cfg(loom)]
 mod model {
     use super::*;
-    use crate::hostcall::sync::UnsafeCell;
+    use crate::sync::UnsafeCell;
     use loom::sync::Arc;
 
     struct Packet {

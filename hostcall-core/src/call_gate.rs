@@ -16,7 +16,7 @@
 //! the calls that were running in the parent's threads never end, so a count
 //! from another epoch reads as 0.
 
-use crate::hostcall::sync::{fence, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 
 #[derive(Debug)]
 pub struct CallGate {

@@ -7,7 +7,7 @@
 //! Run (separate target dir so the main build is not invalidated):
 //!
 //!     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!         cargo test --release --test loom_hostcall
+//!         cargo test -p amdgpu-dropin-hostcall-core --release --test loom_hostcall
 //!
 //! Payload words are loom `UnsafeCell`s, so an answer read or written outside
 //! the READY handshake is reported as a data race; stack links are loom
@@ -15,11 +15,11 @@
 //! a failed assertion or a deadlock.
 #![cfg(loom)]
 
-use amdgpu_dropin::unstable::classic::buffer::DeviceBuffer;
-use amdgpu_dropin::unstable::classic::layout;
-use amdgpu_dropin::unstable::classic::serve::device;
-use amdgpu_dropin::unstable::Gate;
-use amdgpu_dropin::unstable::{Buffer, ByLane};
+use amdgpu_dropin_hostcall_core::gate::Gate;
+use amdgpu_dropin_hostcall_core::protocol::classic::buffer::DeviceBuffer;
+use amdgpu_dropin_hostcall_core::protocol::classic::layout;
+use amdgpu_dropin_hostcall_core::protocol::classic::serve::device;
+use amdgpu_dropin_hostcall_core::protocol::{Buffer, ByLane};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;

@@ -8,12 +8,10 @@
 //!   sends them, must format exactly like the C library's `snprintf`;
 //! * mutated valid messages (bit flips, truncation) never panic and never
 //!   print more than the cap.
-#![cfg(all(feature = "rocclr-hostcall", not(loom)))]
-
-#[path = "../fuzz/harness/printf.rs"]
+#[path = "../../fuzz/harness/printf.rs"]
 mod fuzzing;
 
-use amdgpu_dropin::unstable::printf::{format_message, pack_string, FormatError};
+use amdgpu_dropin_hostcall_printf::{format_message, pack_string, FormatError};
 use std::ffi::{c_char, c_int, CString};
 
 /// xorshift64*: small, deterministic, no crate needed.

@@ -44,8 +44,8 @@
 
 use super::buffer::{DeviceBuffer, PacketIndex};
 use super::layout::CONTROL_READY;
-use crate::hostcall::protocol::pending::Pending;
-use crate::hostcall::sync::Ordering;
+use crate::protocol::pending::Pending;
+use crate::sync::Ordering;
 
 /// What one `take_ready_packets` call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -215,10 +215,10 @@ where
 /// One wave's steps of the device protocol, written from
 /// docs/protocols.md#classic-device-steps for tests
 /// (the C device simulator is the independent implementation).
-#[cfg(any(test, loom))]
+#[cfg(any(test, loom, feature = "device-model"))]
 pub mod device {
     use super::*;
-    use crate::hostcall::protocol::classic::layout;
+    use crate::protocol::classic::layout;
 
     /// Pops a packet from the free stack; None when it is empty.
     pub fn pop_free(buffer: &DeviceBuffer) -> Option<u64> {
@@ -306,8 +306,8 @@ pub mod device {
 mod tests {
     use super::device::*;
     use super::*;
-    use crate::hostcall::protocol::classic::layout;
-    use crate::hostcall::protocol::packet::Packet;
+    use crate::protocol::classic::layout;
+    use crate::protocol::packet::Packet;
     use core::ptr::NonNull;
 
     struct TestBuffer {

@@ -8,12 +8,12 @@
 //! Run (separate target dir so the main build is not invalidated):
 //!
 //!     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!         cargo test --release --test loom_helper_bell
+//!         cargo test -p amdgpu-dropin-hostcall-core --release --test loom_helper_bell
 #![cfg(loom)]
 
 use std::time::Duration;
 
-use amdgpu_dropin::unstable::HelperBell;
+use amdgpu_dropin_hostcall_core::helper_bell::HelperBell;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;

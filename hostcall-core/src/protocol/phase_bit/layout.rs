@@ -59,7 +59,7 @@
 use core::mem::{align_of, offset_of, size_of};
 use static_assertions::const_assert_eq;
 
-use crate::hostcall::protocol::payload::{align_up, slot_word, Payload, BUFFER_ALIGNMENT};
+use crate::protocol::payload::{align_up, slot_word, Payload, BUFFER_ALIGNMENT};
 
 /// Occupancy bits per bitmap word.
 pub const OCCUPANCY_BITS_PER_WORD: u32 = 32;

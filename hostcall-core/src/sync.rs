@@ -3,13 +3,14 @@
 //! manner of crossbeam's `primitive` module.
 //!
 //! Only the protocols' serving steps (`protocol/*/serve.rs`), the loom halves
-//! of their buffer views (`protocol/*/buffer.rs`), `gate.rs`,
-//! `services/call_gate.rs` and `listener/helper_bell.rs` import from here, so
-//! the code loom explores is exactly the code the listener runs: the detach / walk / serve / release steps of the
-//! ready stack, the phase-bit scan / serve / hand-back, and the registration
-//! gate between `disableHostcalls` and the listener. The listener loop, the registry and the
-//! HSA calls use `std` directly and are not modelled (loom cannot model the
-//! HSA doorbell; the doorbell's role in the model is played by a loom atomic).
+//! of their buffer views (`protocol/*/buffer.rs`), `gate.rs`, `call_gate.rs`
+//! and `helper_bell.rs` import from here, so the code loom explores is
+//! exactly the code the listener runs: the detach / walk / serve / release
+//! steps of the ready stack, the phase-bit scan / serve / hand-back, and the
+//! registration gate between `disableHostcalls` and the listener. The
+//! listener loop, the registry and the HSA calls (amdgpu-dropin) use `std`
+//! directly and are not modelled (loom cannot model the HSA doorbell; the
+//! doorbell's role in the model is played by a loom atomic).
 
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};

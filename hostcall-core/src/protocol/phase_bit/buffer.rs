@@ -10,15 +10,15 @@
 
 #[cfg(not(loom))]
 use super::layout;
-use crate::hostcall::protocol::payload::{ANSWER_WORDS, SLOT_WORDS};
-use crate::hostcall::sync::AtomicU32;
+use crate::protocol::payload::{ANSWER_WORDS, SLOT_WORDS};
+use crate::sync::AtomicU32;
 
 /// A packet index known to be below the buffer's packet count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PhaseIndex(u32);
 
 impl PhaseIndex {
-    #[cfg(any(test, loom))]
+    #[cfg(any(test, loom, feature = "device-model"))]
     pub fn get(self) -> u32 {
         self.0
     }
@@ -30,12 +30,12 @@ pub use real::PhaseBuffer;
 #[cfg(loom)]
 pub use model::PhaseBuffer;
 
-crate::hostcall::protocol::pending::slot_access!(PhaseBuffer, PhaseIndex);
+crate::protocol::pending::slot_access!(PhaseBuffer, PhaseIndex);
 
 #[cfg(not(loom))]
 mod real {
     use super::*;
-    use crate::hostcall::protocol::device_words::DeviceWords;
+    use crate::protocol::device_words::DeviceWords;
     use core::ptr::NonNull;
     use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -103,7 +103,7 @@ mod real {
         }
 
         /// Writes a header as a wave would (device simulator tests only).
-        #[cfg(test)]
+        #[cfg(any(test, feature = "device-model"))]
         pub fn write_header(&self, index: PhaseIndex, activemask: u64, service: u32) {
             let header = layout::header_at(self.packets, index.0);
             // Relaxed: published by the device-phase release store that follows.
@@ -132,7 +132,7 @@ mod real {
         }
 
         /// Writes lane `lane`'s 8 words (tests play the device with it).
-        #[cfg(test)]
+        #[cfg(any(test, feature = "device-model"))]
         pub fn write_slot(&self, index: PhaseIndex, lane: u32, slot: &[u64; SLOT_WORDS]) {
             self.write_lane_words(index, lane, slot);
         }
@@ -186,7 +186,7 @@ mod real {
 #[cfg(loom)]
 mod model {
     use super::*;
-    use crate::hostcall::sync::UnsafeCell;
+    use crate::sync::UnsafeCell;
     use loom::sync::Arc;
 
     struct Packet {
@@ -303,7 +303,7 @@ mod model {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::hostcall::protocol::phase_bit::layout;
+    use crate::protocol::phase_bit::layout;
     use core::sync::atomic::Ordering;
 
     #[test]

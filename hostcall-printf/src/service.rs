@@ -1,99 +1,48 @@
-//! Hostcall service 2, PRINTF: device printf as modern ROCm device libraries
-//! speak it.
-//!
-//! # Protocol (per lane)
-//! slot[0] is a descriptor: bit 0 BEGIN, bit 1 END, bits 5..7 LEN (data
-//! words in slot[1..8]), bits 8..63 the message id. A printf call is one
-//! message spread over several packets:
-//!
-//! * BEGIN: the host opens a message, appends the LEN data words and answers
-//!   with the descriptor, BEGIN cleared and the new id in the id field. The
-//!   device reuses that descriptor for its next packets.
-//! * neither flag: a continuation; the words are appended to message `id`;
-//!   the descriptor is echoed back.
-//! * END: the last words are appended, the message is formatted
-//!   (`format::format_message`) and handed whole to the printf sink
-//!   registered for the buffer (or for every buffer), else written with one
-//!   `write(2)` to fd 1, or fd 2 when control bit 0 is set; slot[0] = bytes
-//!   written (as u64), or -1 (`u64::MAX`) on any error.
-//!
-//! # Errors never crash and never read outside the message
-//! A refused non-END packet (unknown id, another lane's id, message cap
-//! passed) is answered with `message::POISON_DESCRIPTOR`: BEGIN/END clear
-//! and an id the host never hands out. The device carries on with it, every
-//! further packet is refused the same way, and the END packet gets -1.
-//! A message whose content is bad (see `format::FormatError`) prints nothing
-//! and returns -1. Each kind of error is logged once (AMD_LOG_LEVEL ≥ 2).
-//!
-//! # Memory
-//! Bounded per buffer by `Limits` (see `message`): 64 KiB of words per
-//! message, 65536 open messages and 32 MiB of words per buffer by default,
-//! evicting the least recently used message when full (e.g. BEGINs whose
-//! waves never came back). `forget_buffer` drops a buffer's state.
-//!
-//! # Thread safety
-//! `PrintfService` is `Send + Sync`. One mutex guards the message tables;
-//! it is held only to look up and append at most 7 words, never while
-//! formatting or writing, so a slow stdout never blocks other lanes'
-//! assembly.
-
-mod cfmt;
-pub mod format;
-pub mod message;
+//! `PrintfService`: the per-buffer message tables behind one lock, the
+//! formatting, and the reply words; output and diagnostics through `Output`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
-pub use format::{format_message, pack_string, FormatError, Formatted};
-pub use message::{AssemblyError, Descriptor, Limits, MessageTable, Step, POISON_DESCRIPTOR};
-
-use super::handlers::{self, Handler};
-use super::ids::SERVICE_PRINTF;
-use crate::log::Level;
+use crate::format::{format_message, FormatError};
+use crate::message::{AssemblyError, Descriptor, Limits, MessageTable, Step, POISON_DESCRIPTOR};
 
 /// The value returned to the device for a failed message (-1).
 pub const PRINTF_ERROR: u64 = u64::MAX;
 
-/// The stream a message is for, as a registered sink is told: standard output.
-pub const STREAM_STDOUT: u32 = 1;
-/// The stream of a message with control bit 0 set: standard error.
-pub const STREAM_STDERR: u32 = 2;
-
-/// Where formatted messages go: `(to_stderr, bytes) -> bytes written`.
-pub type Sink = Box<dyn Fn(bool, &[u8]) -> usize + Send + Sync>;
+/// Where a service's messages and diagnostics go.
+pub trait Output: Send + Sync {
+    /// Writes one whole formatted message of buffer `buffer_key`, to stderr
+    /// when `stderr` (control bit 0), else to stdout; returns the bytes
+    /// written (fewer than `bytes.len()` fails the message).
+    fn write(&self, buffer_key: usize, stderr: bool, bytes: &[u8]) -> usize;
+    /// A diagnostic (a refused packet, a bad message, a failed write): each
+    /// kind of error is told once per service.
+    fn warn(&self, args: core::fmt::Arguments<'_>);
+}
 
 /// The PRINTF service. One per listener; serves every buffer.
-pub struct PrintfService {
+pub struct PrintfService<O> {
     limits: Limits,
     /// buffer key → its open messages.
     tables: Mutex<HashMap<usize, MessageTable>>,
-    sink: Option<Sink>,
-    /// Bit per error kind already logged.
+    output: O,
+    /// Bit per error kind already told.
     logged: AtomicU32,
 }
 
-impl Default for PrintfService {
-    fn default() -> Self {
-        PrintfService::new()
-    }
-}
-
-impl core::fmt::Debug for PrintfService {
+impl<O> core::fmt::Debug for PrintfService<O> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("PrintfService").field("limits", &self.limits).finish_non_exhaustive()
     }
 }
 
-impl PrintfService {
-    /// Default limits, output to file descriptors 1 and 2.
-    pub fn new() -> PrintfService {
-        PrintfService::with_output(Limits::DEFAULT, None)
-    }
-
-    /// Custom limits, and a custom sink instead of fds 1/2 (tests, fuzzing).
-    pub fn with_output(limits: Limits, sink: Option<Sink>) -> PrintfService {
-        PrintfService { limits, tables: Mutex::new(HashMap::new()), sink, logged: AtomicU32::new(0) }
+impl<O: Output> PrintfService<O> {
+    /// A service with these limits (`Limits::DEFAULT` for the listener)
+    /// writing to `output`.
+    pub fn new(limits: Limits, output: O) -> PrintfService<O> {
+        PrintfService { limits, tables: Mutex::new(HashMap::new()), output, logged: AtomicU32::new(0) }
     }
 
     pub fn limits(&self) -> Limits {
@@ -155,10 +104,7 @@ impl PrintfService {
         if formatted.bytes.is_empty() {
             return 0;
         }
-        let written = match &self.sink {
-            Some(sink) => sink(formatted.stderr, &formatted.bytes),
-            None => write_out(buffer_key, formatted.stderr, &formatted.bytes),
-        };
+        let written = self.output.write(buffer_key, formatted.stderr, &formatted.bytes);
         if written != formatted.bytes.len() {
             self.log_once(1 << 31, format_args!("printf: output write failed after {written} bytes"));
             return PRINTF_ERROR;
@@ -175,35 +121,9 @@ impl PrintfService {
     fn log_once(&self, bit: u32, args: core::fmt::Arguments<'_>) {
         // Relaxed: the bit only dedups diagnostics; no data is published.
         if self.logged.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
-            crate::log!(Level::Warning, "{args}");
+            self.output.warn(args);
         }
     }
-}
-
-/// Hands one whole message to the sink registered for `buffer_key` (or for
-/// every buffer), else writes it to fd 1 or 2 in one write (`log::write_out`,
-/// which notes a reader gone). Returns the bytes written.
-fn write_out(buffer_key: usize, stderr: bool, bytes: &[u8]) -> usize {
-    if let Some(call) = handlers::table().enter(SERVICE_PRINTF, buffer_key) {
-        if let Handler::PrintfSink { function, user_data } = call.registration().handler {
-            let stream = if stderr { STREAM_STDERR } else { STREAM_STDOUT };
-            // SAFETY: the registration contract: `function` has the sink
-            // signature and may be called with `user_data` until it is
-            // unregistered (this call is counted, so unregister waits for
-            // it); `bytes` is live for `bytes.len()` reads during the call.
-            return unsafe {
-                function(
-                    user_data as *mut _,
-                    buffer_key as *mut _,
-                    stream,
-                    bytes.as_ptr().cast(),
-                    bytes.len(),
-                )
-            };
-        }
-    }
-    let fd = if stderr { libc::STDERR_FILENO } else { libc::STDOUT_FILENO };
-    crate::log::write_out(fd, bytes)
 }
 
 fn assembly_bit(error: AssemblyError) -> u32 {
@@ -216,70 +136,37 @@ fn format_bit(error: FormatError) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::message::{DESC_BEGIN, DESC_END, DESC_ID_SHIFT, DESC_LEN_SHIFT};
     use super::*;
-    use crate::hostcall::services::handlers::HandlerError;
+    use crate::device::{packet, printf as device_printf};
+    use crate::format::pack_string;
+    use crate::message::{DESC_BEGIN, DESC_END, DESC_ID_SHIFT};
     use std::sync::{Arc, Mutex as StdMutex};
 
     type Captured = Arc<StdMutex<Vec<(bool, Vec<u8>)>>>;
 
-    fn service(limits: Limits) -> (PrintfService, Captured) {
+    /// Keeps every message; writes `written(len)` bytes of each.
+    struct Capture {
+        captured: Captured,
+        written: fn(usize) -> usize,
+    }
+
+    impl Output for Capture {
+        fn write(&self, _: usize, stderr: bool, bytes: &[u8]) -> usize {
+            self.captured.lock().unwrap().push((stderr, bytes.to_vec()));
+            (self.written)(bytes.len())
+        }
+        fn warn(&self, _: core::fmt::Arguments<'_>) {}
+    }
+
+    fn service(limits: Limits) -> (PrintfService<Capture>, Captured) {
         let captured: Captured = Arc::default();
-        let sink_captured = captured.clone();
-        let sink: Sink = Box::new(move |stderr, bytes| {
-            sink_captured.lock().unwrap().push((stderr, bytes.to_vec()));
-            bytes.len()
-        });
-        (PrintfService::with_output(limits, Some(sink)), captured)
-    }
-
-    fn packet(desc: u64, data: &[u64]) -> [u64; 8] {
-        assert!(data.len() <= 7);
-        let mut slot = [0xAAAA_AAAA_AAAA_AAAAu64; 8];
-        slot[0] = (desc & !(7 << DESC_LEN_SHIFT)) | ((data.len() as u64) << DESC_LEN_SHIFT);
-        slot[1..1 + data.len()].copy_from_slice(data);
-        slot
-    }
-
-    /// A device-side encoder: one lane's printf as the device library sends
-    /// it (BEGIN with the control word, strings in ≤7-word chunks, one
-    /// argument per packet). `args` holds one entry per argument, each the
-    /// words of that argument (a string's packed words, or one word).
-    /// Returns the final reply (the printf return value).
-    fn device_printf(
-        svc: &PrintfService,
-        key: usize,
-        lane: u32,
-        control: u64,
-        fmt: &[u8],
-        args: &[Vec<u64>],
-    ) -> u64 {
-        let mut desc = DESC_BEGIN;
-        let send = |desc: &mut u64, data: &[u64], last: bool| {
-            let mut slot = packet(*desc | if last { DESC_END } else { 0 }, data);
-            svc.serve_lane(key, lane, &mut slot);
-            *desc = slot[0];
-            slot[0]
-        };
-        let mut reply = send(&mut desc, &[control], false);
-        let fmt_words = pack_string(fmt);
-        let chunks: Vec<&[u64]> = fmt_words.chunks(7).collect();
-        for (i, chunk) in chunks.iter().enumerate() {
-            reply = send(&mut desc, chunk, args.is_empty() && i + 1 == chunks.len());
-        }
-        for (a, arg) in args.iter().enumerate() {
-            let chunks: Vec<&[u64]> = arg.chunks(7).collect();
-            for (i, chunk) in chunks.iter().enumerate() {
-                reply = send(&mut desc, chunk, a + 1 == args.len() && i + 1 == chunks.len());
-            }
-        }
-        reply
+        (PrintfService::new(limits, Capture { captured: captured.clone(), written: |len| len }), captured)
     }
 
     #[test]
     fn service_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
-        check::<PrintfService>();
+        check::<PrintfService<Capture>>();
     }
 
     #[test]
@@ -505,67 +392,10 @@ mod tests {
         assert_eq!(svc.open_messages(0), 0);
     }
 
-    /// One call the registered test sink saw: (user, buffer, stream, bytes).
-    type SinkCall = (usize, usize, u32, Vec<u8>);
-    static SEEN: StdMutex<Vec<SinkCall>> = StdMutex::new(Vec::new());
-
-    unsafe extern "C-unwind" fn record(
-        user: *mut core::ffi::c_void,
-        buffer: *mut core::ffi::c_void,
-        stream: u32,
-        bytes: *const core::ffi::c_char,
-        length: usize,
-    ) -> usize {
-        // SAFETY: the service passes `length` readable bytes.
-        let bytes = unsafe { core::slice::from_raw_parts(bytes.cast::<u8>(), length) };
-        SEEN.lock().unwrap().push((user as usize, buffer as usize, stream, bytes.to_vec()));
-        // user 2 is a sink that fails after one byte.
-        if user as usize == 2 {
-            1
-        } else {
-            length
-        }
-    }
-
-    #[test]
-    fn a_registered_sink_gets_each_whole_message_with_its_stream() {
-        let table = handlers::table();
-        let (own, global_only) = (0x5150_1000usize, 0x5150_2000usize);
-        let svc = PrintfService::new();
-        table.register_printf_sink(Some(own), record, 1).unwrap();
-        assert_eq!(
-            table.register_printf_sink(Some(own), record, 9),
-            Err(HandlerError::AlreadyRegistered),
-            "one sink per scope"
-        );
-        assert_eq!(device_printf(&svc, own, 0, 0, b"out %d\n", &[vec![7]]), 6);
-        assert_eq!(device_printf(&svc, own, 3, 1, b"err", &[]), 3);
-        table.register_printf_sink(Some(global_only), record, 2).unwrap();
-        assert_eq!(device_printf(&svc, global_only, 0, 0, b"short", &[]), PRINTF_ERROR, "sink wrote 1 byte");
-        let seen: Vec<_> = SEEN.lock().unwrap().drain(..).collect();
-        assert_eq!(
-            seen,
-            vec![
-                (1, own, STREAM_STDOUT, b"out 7\n".to_vec()),
-                (1, own, STREAM_STDERR, b"err".to_vec()),
-                (2, global_only, STREAM_STDOUT, b"short".to_vec()),
-            ]
-        );
-        table.unregister_printf_sink(Some(own)).unwrap();
-        table.unregister_printf_sink(Some(global_only)).unwrap();
-        assert_eq!(table.unregister_printf_sink(Some(own)), Err(HandlerError::NotRegistered));
-        assert!(table.enter(SERVICE_PRINTF, own).is_none(), "no sink left for the buffer");
-        assert_eq!(
-            table.unregister(SERVICE_PRINTF, Some(own)),
-            Err(HandlerError::ReservedService(SERVICE_PRINTF)),
-            "a sink is not a handler"
-        );
-    }
-
     #[test]
     fn write_failure_is_an_error() {
-        let sink: Sink = Box::new(|_, bytes| bytes.len() / 2);
-        let svc = PrintfService::with_output(Limits::DEFAULT, Some(sink));
+        let svc =
+            PrintfService::new(Limits::DEFAULT, Capture { captured: Arc::default(), written: |len| len / 2 });
         assert_eq!(device_printf(&svc, 0, 0, 0, b"abcd", &[]), PRINTF_ERROR);
     }
 

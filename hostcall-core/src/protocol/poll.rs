@@ -6,7 +6,6 @@
 
 use core::ffi::c_void;
 
-use crate::log::Level;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 /// The non-NULL form of `amdgpu_dropin_hostcall_poll_fn`:
@@ -32,31 +31,35 @@ impl PollChannel {
         self.key
     }
 
-    /// Calls the poll once; true when it served something. Only from inside
+    /// Calls the poll once: whether it served something, and the outcome of
+    /// a failure (< 0, taken as nothing served) when it is this
+    /// registration's first, for the caller to log once. Only from inside
     /// the entry's gate: the registration's contract holds until unregister,
     /// which waits for the gate.
-    pub fn poll(&self) -> bool {
+    pub fn poll(&self) -> Polled {
         // SAFETY: the registration contract: `function` may be called with
         // `user_data` and `key` until unregister returns, and unregister
         // closes the gate this call is inside and waits for it.
         let outcome = unsafe { (self.function)(self.user_data as *mut c_void, self.key as *mut c_void) };
         if outcome < 0 {
             // Relaxed: only deduplicates a diagnostic.
-            if !self.failure_logged.swap(true, Ordering::Relaxed) {
-                crate::log!(
-                    Level::Error,
-                    "hostcall: the poll registered for key {:#x} returned {outcome} (failed); taken as \
-                     nothing served (logged once)",
-                    self.key
-                );
-            }
-            return false;
+            let first = !self.failure_logged.swap(true, Ordering::Relaxed);
+            return Polled { served: false, first_failure: first.then_some(outcome) };
         }
-        outcome > 0
+        Polled { served: outcome > 0, first_failure: None }
     }
 }
 
-#[cfg(all(test, not(loom)))]
+/// What one call of a poll did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Polled {
+    /// It served something.
+    pub served: bool,
+    /// It failed with this outcome, for the first time since it was registered.
+    pub first_failure: Option<i32>,
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use core::sync::atomic::AtomicI32;
@@ -72,14 +75,19 @@ mod tests {
     fn a_poll_reports_work_nothing_or_a_failure_taken_as_nothing() {
         let answer = AtomicI32::new(1);
         let channel = PollChannel::new(0x5000, counted, &answer as *const AtomicI32 as usize);
-        assert!(channel.poll(), "1: served something");
+        let served = |served| Polled { served, first_failure: None };
+        assert_eq!(channel.poll(), served(true), "1: served something");
         answer.store(0, Ordering::Relaxed);
-        assert!(!channel.poll(), "0: nothing pending");
+        assert_eq!(channel.poll(), served(false), "0: nothing pending");
         answer.store(7, Ordering::Relaxed);
-        assert!(channel.poll(), "any positive value is work");
+        assert_eq!(channel.poll(), served(true), "any positive value is work");
         answer.store(-3, Ordering::Relaxed);
-        assert!(!channel.poll(), "a failure serves nothing");
-        assert!(channel.failure_logged.load(Ordering::Relaxed));
+        assert_eq!(
+            channel.poll(),
+            Polled { served: false, first_failure: Some(-3) },
+            "a failure serves nothing"
+        );
+        assert_eq!(channel.poll(), served(false), "the failure is reported once");
         assert_eq!(channel.key(), 0x5000);
     }
 }

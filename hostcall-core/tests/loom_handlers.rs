@@ -6,7 +6,7 @@
 //! Run (separate target dir so the main build is not invalidated):
 //!
 //!     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!         cargo test --release --test loom_handlers
+//!         cargo test -p amdgpu-dropin-hostcall-core --release --test loom_handlers
 //!
 //! The per-lane early stop (`is_retired`, checked before each lane) is
 //! modelled too: it must not break the handshake.
@@ -15,7 +15,7 @@
 //! unregistering thread's "free" (a write) is reported as a data race.
 #![cfg(loom)]
 
-use amdgpu_dropin::unstable::CallGate;
+use amdgpu_dropin_hostcall_core::call_gate::CallGate;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
