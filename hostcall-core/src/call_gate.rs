@@ -41,6 +41,7 @@ impl CallGate {
     }
 
     /// Counts a call in `epoch`; false (and nothing counted) once retired.
+    #[inline]
     pub fn enter(&self, epoch: u32) -> bool {
         // Relaxed: the CAS below re-checks the value.
         let mut current = self.calls.load(Ordering::Relaxed);
@@ -70,6 +71,7 @@ impl CallGate {
 
     /// Ends a call counted in `epoch` (a count of another epoch is stale and
     /// left alone).
+    #[inline]
     pub fn leave(&self, epoch: u32) {
         // Relaxed: the CAS below re-checks the value.
         let mut current = self.calls.load(Ordering::Relaxed);
@@ -97,6 +99,7 @@ impl CallGate {
     /// Whether `retire` ran. A call inside checks it between the steps of one
     /// packet (per-lane handlers), so a handler that unregistered itself is
     /// not called for the packet's remaining lanes.
+    #[inline]
     pub fn is_retired(&self) -> bool {
         // Relaxed: from the retiring thread itself (unregister from inside)
         // program order makes the store visible; for a retire on another
@@ -106,6 +109,7 @@ impl CallGate {
     }
 
     /// Calls of `epoch` still running.
+    #[inline]
     pub fn in_flight(&self, epoch: u32) -> u32 {
         // Acquire: pairs with `leave`'s release (load half of the handshake).
         let current = self.calls.load(Ordering::Acquire);

@@ -41,6 +41,7 @@ impl Gate {
 
     /// Tries to enter; false when the gate is closed or another server is
     /// inside (only one thread drains a buffer at a time).
+    #[inline]
     pub fn enter(&self) -> bool {
         // Acquire: a previous server's release `leave` happens before our
         // accesses (one server at a time). Store half of the handshake.
@@ -59,12 +60,14 @@ impl Gate {
     }
 
     /// Leaves after a successful `enter`.
+    #[inline]
     pub fn leave(&self) {
         // Release: pairs with the closer's acquire load of `busy`; see `Gate`.
         self.busy.store(false, Ordering::Release);
     }
 
     /// Whether the gate was closed (checked between packets).
+    #[inline]
     pub fn is_closed(&self) -> bool {
         // Relaxed: only a hint to stop early; `close`/`enter` carry the ordering.
         self.closed.load(Ordering::Relaxed)
@@ -81,6 +84,7 @@ impl Gate {
     }
 
     /// True when no server is inside.
+    #[inline]
     pub fn is_idle(&self) -> bool {
         // Acquire: pairs with the server's release `leave`, so its accesses to
         // the buffer happen before whatever the caller does next (free it).

@@ -43,6 +43,7 @@ impl HelperBell {
 
     /// Wakes the helper (or makes its next wait return at once). Cheap while
     /// already rung: no lock, no system call.
+    #[inline]
     pub fn ring(&self) {
         // AcqRel: either this swap reads the helper's clear (and notifies),
         // or the helper's clear reads this swap: its acquire then makes what

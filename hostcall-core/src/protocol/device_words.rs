@@ -47,6 +47,7 @@ impl DeviceWords {
 
     /// The 64-bit word at `offset`. Callers pass offsets from the layout
     /// modules: in bounds and 8-aligned (checked in debug builds).
+    #[inline]
     pub fn word(&self, offset: usize) -> &AtomicU64 {
         debug_assert!(offset % 8 == 0 && offset + 8 <= self.size);
         // SAFETY: in bounds and 8-aligned (the callers' layout offsets from an
@@ -57,6 +58,7 @@ impl DeviceWords {
     /// Asks the CPU to bring the cache line at `offset` in for writing (one
     /// request for ownership instead of a read and then an upgrade when the
     /// line is written after being read). Only a hint: no memory access.
+    #[inline]
     pub fn prefetch_for_write(&self, offset: usize) {
         debug_assert!(offset < self.size);
         #[cfg(target_arch = "x86_64")]
@@ -75,6 +77,7 @@ impl DeviceWords {
     /// Copies the `SLOT_WORDS` words from `offset` (a lane's slot) out.
     /// Relaxed loads: the caller's protocol step orders them (its acquire
     /// load or fence that found the request).
+    #[inline]
     pub fn read_slot(&self, offset: usize) -> [u64; SLOT_WORDS] {
         let mut out = [0u64; SLOT_WORDS];
         for (word, value) in out.iter_mut().enumerate() {
@@ -86,6 +89,7 @@ impl DeviceWords {
 
     /// Writes `words` (at most a slot) from `offset` on. Relaxed stores: the
     /// caller's release store that hands the packet back publishes them.
+    #[inline]
     pub fn write_words(&self, offset: usize, words: &[u64]) {
         debug_assert!(words.len() <= SLOT_WORDS);
         for (word, value) in words.iter().enumerate() {
@@ -104,6 +108,7 @@ impl DeviceWords {
     }
 
     /// The 32-bit word at `offset` (in bounds, 4-aligned).
+    #[inline]
     pub fn word32(&self, offset: usize) -> &AtomicU32 {
         debug_assert!(offset % 4 == 0 && offset + 4 <= self.size);
         // SAFETY: as in `word`, 4-aligned.

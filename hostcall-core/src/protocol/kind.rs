@@ -23,6 +23,7 @@ pub enum Protocol {
 impl Protocol {
     /// The protocol the C value `id` (`amdgpu_dropin_hostcall_protocol_t`)
     /// names; `None` if unknown.
+    #[inline]
     pub fn from_id(id: u32) -> Option<Protocol> {
         [Protocol::Classic, Protocol::PhaseBit].into_iter().find(|protocol| *protocol as u32 == id)
     }

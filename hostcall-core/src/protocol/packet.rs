@@ -41,6 +41,7 @@ pub enum LaneRequest<'a> {
 }
 
 impl LaneRequest<'_> {
+    #[inline]
     pub fn word(&self, word: usize) -> u64 {
         match self {
             // Relaxed: ordered by the protocol step that found the packet.

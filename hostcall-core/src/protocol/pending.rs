@@ -46,15 +46,19 @@ macro_rules! slot_access {
     ($buffer:ty, $index:ty) => {
         impl $crate::protocol::pending::SlotAccess for $buffer {
             type Index = $index;
+            #[inline]
             fn base(&self) -> usize {
                 <$buffer>::base(self)
             }
+            #[inline]
             fn prefetch_slot(&self, index: $index, lane: u32) {
                 <$buffer>::prefetch_slot(self, index, lane)
             }
+            #[inline]
             fn read_slot(&self, index: $index, lane: u32) -> [u64; $crate::protocol::payload::SLOT_WORDS] {
                 <$buffer>::read_slot(self, index, lane)
             }
+            #[inline]
             fn slot_words(
                 &self,
                 index: $index,
@@ -62,6 +66,7 @@ macro_rules! slot_access {
             ) -> Option<&[core::sync::atomic::AtomicU64; $crate::protocol::payload::SLOT_WORDS]> {
                 <$buffer>::slot_words(self, index, lane)
             }
+            #[inline]
             fn write_answer(
                 &self,
                 index: $index,
@@ -104,6 +109,7 @@ impl<B: SlotAccess> DeviceLanes for Pending<'_, B> {
         self.activemask
     }
 
+    #[inline]
     fn prefetch(&self, lane: u32) {
         self.buffer.prefetch_slot(self.index, lane);
     }
@@ -116,6 +122,7 @@ impl<B: SlotAccess> DeviceLanes for Pending<'_, B> {
         self.buffer.slot_words(self.index, lane)
     }
 
+    #[inline]
     fn write_answer(&self, lane: u32, answer: &[u64; ANSWER_WORDS]) {
         self.buffer.write_answer(self.index, lane, answer);
     }

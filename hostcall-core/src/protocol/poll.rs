@@ -36,6 +36,7 @@ impl PollChannel {
     /// registration's first, for the caller to log once. Only from inside
     /// the entry's gate: the registration's contract holds until unregister,
     /// which waits for the gate.
+    #[inline]
     pub fn poll(&self) -> Polled {
         // SAFETY: the registration contract: `function` may be called with
         // `user_data` and `key` until unregister returns, and unregister

@@ -119,6 +119,7 @@ impl Buffer {
     /// Bytes of device-shared memory the buffer spans; a poll's channel is
     /// not the library's to know, so it spans its key's one byte (enable
     /// refuses a buffer over it, and it a key inside a buffer).
+    #[inline]
     pub fn size(&self) -> usize {
         match self {
             Buffer::Classic(buffer) => Protocol::Classic.buffer_size(buffer.packets()),
@@ -204,6 +205,7 @@ impl Buffer {
 
     /// Asks for the line a visit reads first, so that the lines of several
     /// buffers are fetched at once rather than one per visit in turn.
+    #[inline]
     pub fn prefetch(&self) {
         if let Buffer::Classic(buffer) = self {
             buffer.prefetch_ready_stack();
@@ -225,6 +227,7 @@ impl Buffer {
     /// Whether requests are waiting to be served: relaxed peeks (serving
     /// reads again with acquire); true for a poll, which cannot be peeked at. Only while the buffer is alive: from
     /// inside its gate, or by disable before it returns.
+    #[inline]
     pub fn has_waiting_requests(&self) -> bool {
         match self {
             Buffer::Classic(buffer) => buffer.ready_stack().load(Ordering::Relaxed) != 0,
@@ -237,6 +240,7 @@ impl Buffer {
     /// What a look from outside a visit can tell (the lost-ring watch):
     /// whether requests wait, or None where only a visit can tell (a poll,
     /// whose device code rings for every request).
+    #[inline]
     pub fn seen_waiting(&self) -> Option<bool> {
         match self {
             Buffer::Poll(_) => None,

@@ -43,6 +43,7 @@ impl PacketIndex {
     }
 
     #[cfg(any(test, loom, feature = "device-model"))]
+    #[inline]
     pub fn get(self) -> u32 {
         self.0
     }
@@ -116,10 +117,12 @@ mod real {
         // Offsets from `classic/layout.rs`: header fields, or packet fields of a
         // `PacketIndex` < packets; 64-bit fields at multiples of 8, the 32-bit
         // ones at 16 and 20 within an 8-aligned packet header.
+        #[inline]
         fn word(&self, offset: usize) -> &AtomicU64 {
             self.words.word(offset)
         }
 
+        #[inline]
         fn word32(&self, offset: usize) -> &AtomicU32 {
             self.words.word32(offset)
         }
@@ -132,6 +135,7 @@ mod real {
             self.word(layout::OFFSET_READY_STACK)
         }
 
+        #[inline]
         pub fn next(&self, index: PacketIndex) -> &AtomicU64 {
             self.word(layout::packet_header_offset(index.0) + layout::PACKET_NEXT)
         }
@@ -149,6 +153,7 @@ mod real {
         }
 
         /// Copies lane `lane`'s 8 words out of payload `index`.
+        #[inline]
         pub fn read_slot(&self, index: PacketIndex, lane: u32) -> [u64; layout::SLOT_WORDS] {
             debug_assert!((lane as usize) < layout::LANES);
             // The payload was published by the device's release CAS that
@@ -158,6 +163,7 @@ mod real {
         }
 
         /// Lane `lane`'s slot of payload `index` where it lies.
+        #[inline]
         pub fn slot_words(
             &self,
             index: PacketIndex,
@@ -168,6 +174,7 @@ mod real {
 
         /// Hints that lane `lane`'s slot of payload `index` is about to be
         /// read and its answer written.
+        #[inline]
         pub fn prefetch_slot(&self, index: PacketIndex, lane: u32) {
             self.words.prefetch_for_write(layout::slot_word_offset(self.packets, index.0, lane, 0));
         }
@@ -175,12 +182,14 @@ mod real {
         /// Hints that the ready stack is about to be read and swapped. Only a
         /// hint, no access: allowed outside the gate, on a buffer that may be
         /// gone already.
+        #[inline]
         pub fn prefetch_ready_stack(&self) {
             self.words.prefetch_for_write(layout::OFFSET_READY_STACK);
         }
 
         /// Writes lane `lane`'s answer (its first `ANSWER_WORDS` words) into
         /// payload `index`.
+        #[inline]
         pub fn write_answer(&self, index: PacketIndex, lane: u32, answer: &[u64; layout::ANSWER_WORDS]) {
             self.write_lane_words(index, lane, answer);
         }
@@ -193,6 +202,7 @@ mod real {
         }
 
         /// Writes the first `words.len()` words of lane `lane`'s slot.
+        #[inline]
         fn write_lane_words(&self, index: PacketIndex, lane: u32, words: &[u64]) {
             debug_assert!((lane as usize) < layout::LANES);
             // Published to the device by the release store that clears READY
@@ -308,6 +318,7 @@ mod model {
             &self.memory.ready_stack
         }
 
+        #[inline]
         pub fn next(&self, index: PacketIndex) -> &AtomicU64 {
             &self.packet(index).next
         }
@@ -325,12 +336,15 @@ mod model {
         }
 
         /// A cache hint in the real buffer; nothing to model.
+        #[inline]
         pub fn prefetch_slot(&self, _index: PacketIndex, _lane: u32) {}
 
         /// A cache hint in the real buffer; nothing to model.
+        #[inline]
         pub fn prefetch_ready_stack(&self) {}
 
         /// The model's slots are loom cells: callees get a copy.
+        #[inline]
         pub fn slot_words(
             &self,
             _index: PacketIndex,
@@ -339,6 +353,7 @@ mod model {
             None
         }
 
+        #[inline]
         pub fn read_slot(&self, index: PacketIndex, lane: u32) -> [u64; layout::SLOT_WORDS] {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * layout::SLOT_WORDS;
@@ -350,6 +365,7 @@ mod model {
             out
         }
 
+        #[inline]
         pub fn write_answer(&self, index: PacketIndex, lane: u32, answer: &[u64; layout::ANSWER_WORDS]) {
             self.write_lane_words(index, lane, answer);
         }
@@ -358,6 +374,7 @@ mod model {
             self.write_lane_words(index, lane, slot);
         }
 
+        #[inline]
         fn write_lane_words(&self, index: PacketIndex, lane: u32, words: &[u64]) {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * layout::SLOT_WORDS;

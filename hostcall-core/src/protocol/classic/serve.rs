@@ -148,6 +148,7 @@ impl ChainWalk {
     /// read; None at the end of the chain, or when the chain is cut (recorded
     /// in `stats`). `unserved`: packets taken but not yet served (READY
     /// still set), so a chain leading back to one of them is a cycle too.
+    #[inline]
     fn next(
         &mut self,
         buffer: &DeviceBuffer,

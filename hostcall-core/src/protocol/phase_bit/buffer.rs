@@ -19,6 +19,7 @@ pub struct PhaseIndex(u32);
 
 impl PhaseIndex {
     #[cfg(any(test, loom, feature = "device-model"))]
+    #[inline]
     pub fn get(self) -> u32 {
         self.0
     }
@@ -76,10 +77,12 @@ mod real {
         // Offsets from `phase_bit/layout.rs`: prefix fields, or fields of a
         // `PhaseIndex` < packets; 64-bit ones at multiples of 8, the phase
         // words (from 56) and the header's service (at 8) 4-aligned.
+        #[inline]
         fn word(&self, offset: usize) -> &AtomicU64 {
             self.words.word(offset)
         }
 
+        #[inline]
         fn word32(&self, offset: usize) -> &AtomicU32 {
             self.words.word32(offset)
         }
@@ -93,6 +96,7 @@ mod real {
         }
 
         /// The header as the wave wrote it: (activemask, service).
+        #[inline]
         pub fn read_header(&self, index: PhaseIndex) -> (u64, u32) {
             let header = layout::header_at(self.packets, index.0);
             // Relaxed: the wave's plain stores are made visible by the
@@ -112,6 +116,7 @@ mod real {
         }
 
         /// Lane `lane`'s slot of packet `index` where it lies.
+        #[inline]
         pub fn slot_words(
             &self,
             index: PhaseIndex,
@@ -122,10 +127,12 @@ mod real {
 
         /// Hints that lane `lane`'s slot of packet `index` is about to be
         /// read and its answer written.
+        #[inline]
         pub fn prefetch_slot(&self, index: PhaseIndex, lane: u32) {
             self.words.prefetch_for_write(layout::slot_word_at(self.packets, index.0, lane, 0));
         }
 
+        #[inline]
         pub fn read_slot(&self, index: PhaseIndex, lane: u32) -> [u64; SLOT_WORDS] {
             // Ordered by the acquire load of the device phase, as for the header.
             self.words.read_slot(layout::slot_word_at(self.packets, index.0, lane, 0))
@@ -138,11 +145,13 @@ mod real {
         }
 
         /// Writes lane `lane`'s answer words (all the wave reads back).
+        #[inline]
         pub fn write_answer(&self, index: PhaseIndex, lane: u32, answer: &[u64; ANSWER_WORDS]) {
             self.write_lane_words(index, lane, answer);
         }
 
         /// Writes the first `words.len()` words of lane `lane`'s slot.
+        #[inline]
         fn write_lane_words(&self, index: PhaseIndex, lane: u32, words: &[u64]) {
             // Published by the host-phase release store that hands the packet
             // back (the wave's acquire load pairs with it).
@@ -243,6 +252,7 @@ mod model {
             &self.packet(index).host_phase
         }
 
+        #[inline]
         pub fn read_header(&self, index: PhaseIndex) -> (u64, u32) {
             let packet = self.packet(index);
             // SAFETY: loom checks that no write to these cells is concurrent.
@@ -259,9 +269,11 @@ mod model {
         }
 
         /// A cache hint in the real buffer; nothing to model.
+        #[inline]
         pub fn prefetch_slot(&self, _index: PhaseIndex, _lane: u32) {}
 
         /// The model's slots are loom cells: callees get a copy.
+        #[inline]
         pub fn slot_words(
             &self,
             _index: PhaseIndex,
@@ -270,6 +282,7 @@ mod model {
             None
         }
 
+        #[inline]
         pub fn read_slot(&self, index: PhaseIndex, lane: u32) -> [u64; SLOT_WORDS] {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * SLOT_WORDS;
@@ -285,10 +298,12 @@ mod model {
             self.write_lane_words(index, lane, slot);
         }
 
+        #[inline]
         pub fn write_answer(&self, index: PhaseIndex, lane: u32, answer: &[u64; ANSWER_WORDS]) {
             self.write_lane_words(index, lane, answer);
         }
 
+        #[inline]
         fn write_lane_words(&self, index: PhaseIndex, lane: u32, words: &[u64]) {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * SLOT_WORDS;

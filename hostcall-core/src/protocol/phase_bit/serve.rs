@@ -79,6 +79,7 @@ impl ScanCell {
         ScanCell { limit: AtomicU32::new(full.limit), narrowed_visits: AtomicU32::new(full.narrowed_visits) }
     }
 
+    #[inline]
     pub fn get(&self) -> ScanLimit {
         // Relaxed: see the type's docs.
         ScanLimit {
@@ -87,6 +88,7 @@ impl ScanCell {
         }
     }
 
+    #[inline]
     pub fn set(&self, scan: ScanLimit) {
         // Relaxed: see the type's docs.
         self.limit.store(scan.limit, Ordering::Relaxed);
@@ -198,11 +200,13 @@ where
 
 /// Whether packet `index` holds a request not yet served (its phases
 /// differ). Relaxed: a peek; serving loads the device phase again with acquire.
+#[inline]
 fn phases_differ(buffer: &PhaseBuffer, index: PhaseIndex) -> bool {
     buffer.device_phase(index).load(Ordering::Relaxed) != buffer.host_phase(index).load(Ordering::Relaxed)
 }
 
 /// Whether any packet holds a request not yet served.
+#[inline]
 pub fn has_pending(buffer: &PhaseBuffer) -> bool {
     (0..buffer.packets()).filter_map(|i| buffer.index(i)).any(|i| phases_differ(buffer, i))
 }
