@@ -66,9 +66,9 @@ enum Findings {
     PhaseBit {
         odd_phases: u32,
     },
-    /// A poll failed for the first time since it was registered.
+    /// A poll failed for the first time since it was registered (its key is
+    /// the buffer key `report_findings` is given).
     PollFailed {
-        key: usize,
         outcome: i32,
     },
 }
@@ -194,10 +194,9 @@ impl Buffer {
                 Some(VisitStats {
                     served: u32::from(polled.served),
                     stopped: false,
-                    findings: polled.first_failure.map_or(Findings::None, |outcome| Findings::PollFailed {
-                        key: channel.key(),
-                        outcome,
-                    }),
+                    findings: polled
+                        .first_failure
+                        .map_or(Findings::None, |outcome| Findings::PollFailed { outcome }),
                 })
             }
         }
@@ -301,7 +300,7 @@ impl VisitStats {
                     ));
                 }
             }
-            Findings::PollFailed { key, outcome } => report(format_args!(
+            Findings::PollFailed { outcome } => report(format_args!(
                 "hostcall: the poll registered for key {key:#x} returned {outcome} (failed); taken as nothing \
                  served (logged once)",
             )),
