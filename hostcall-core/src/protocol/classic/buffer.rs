@@ -318,7 +318,6 @@ mod model {
             &self.memory.ready_stack
         }
 
-        #[inline]
         pub fn next(&self, index: PacketIndex) -> &AtomicU64 {
             &self.packet(index).next
         }
@@ -336,15 +335,12 @@ mod model {
         }
 
         /// A cache hint in the real buffer; nothing to model.
-        #[inline]
         pub fn prefetch_slot(&self, _index: PacketIndex, _lane: u32) {}
 
         /// A cache hint in the real buffer; nothing to model.
-        #[inline]
         pub fn prefetch_ready_stack(&self) {}
 
         /// The model's slots are loom cells: callees get a copy.
-        #[inline]
         pub fn slot_words(
             &self,
             _index: PacketIndex,
@@ -353,7 +349,6 @@ mod model {
             None
         }
 
-        #[inline]
         pub fn read_slot(&self, index: PacketIndex, lane: u32) -> [u64; layout::SLOT_WORDS] {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * layout::SLOT_WORDS;
@@ -365,7 +360,6 @@ mod model {
             out
         }
 
-        #[inline]
         pub fn write_answer(&self, index: PacketIndex, lane: u32, answer: &[u64; layout::ANSWER_WORDS]) {
             self.write_lane_words(index, lane, answer);
         }
@@ -374,7 +368,6 @@ mod model {
             self.write_lane_words(index, lane, slot);
         }
 
-        #[inline]
         fn write_lane_words(&self, index: PacketIndex, lane: u32, words: &[u64]) {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * layout::SLOT_WORDS;

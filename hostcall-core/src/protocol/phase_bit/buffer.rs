@@ -252,7 +252,6 @@ mod model {
             &self.packet(index).host_phase
         }
 
-        #[inline]
         pub fn read_header(&self, index: PhaseIndex) -> (u64, u32) {
             let packet = self.packet(index);
             // SAFETY: loom checks that no write to these cells is concurrent.
@@ -269,11 +268,9 @@ mod model {
         }
 
         /// A cache hint in the real buffer; nothing to model.
-        #[inline]
         pub fn prefetch_slot(&self, _index: PhaseIndex, _lane: u32) {}
 
         /// The model's slots are loom cells: callees get a copy.
-        #[inline]
         pub fn slot_words(
             &self,
             _index: PhaseIndex,
@@ -282,7 +279,6 @@ mod model {
             None
         }
 
-        #[inline]
         pub fn read_slot(&self, index: PhaseIndex, lane: u32) -> [u64; SLOT_WORDS] {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * SLOT_WORDS;
@@ -298,12 +294,10 @@ mod model {
             self.write_lane_words(index, lane, slot);
         }
 
-        #[inline]
         pub fn write_answer(&self, index: PhaseIndex, lane: u32, answer: &[u64; ANSWER_WORDS]) {
             self.write_lane_words(index, lane, answer);
         }
 
-        #[inline]
         fn write_lane_words(&self, index: PhaseIndex, lane: u32, words: &[u64]) {
             assert!(lane < self.lanes, "model buffer has {} lanes", self.lanes);
             let base = lane as usize * SLOT_WORDS;
