@@ -60,6 +60,15 @@ static uint64_t pthread_cpu_ns(pthread_t thread) {
   return timespec_ns(&ts);
 }
 
+static uint64_t bare_sleeper_cpu_ns(const bare_sleeper_t* b) {
+  return b->running ? pthread_cpu_ns(b->thread) : 0;
+}
+
+/* CPU (ms) between two readings; NAN when the control never ran. */
+static double bare_sleeper_cpu_ms(const bare_sleeper_t* b, uint64_t from_ns, uint64_t to_ns) {
+  return b->running ? (double)(to_ns - from_ns) / 1e6 : NAN;
+}
+
 static bool run_idle(const options_t* opt, idle_t* r) {
   r->ok = false;
   hsa_sim_set_wait_wake_delay_us(20);
@@ -85,20 +94,20 @@ static bool run_idle(const options_t* opt, idle_t* r) {
   sleep_ms(200);
   thread_set_t before, after;
   listener_threads(&before);
-  uint64_t sleeper0 = sleeper.running ? pthread_cpu_ns(sleeper.thread) : 0;
-  uint64_t watcher0 = watcher.running ? pthread_cpu_ns(watcher.thread) : 0;
+  uint64_t sleeper0 = bare_sleeper_cpu_ns(&sleeper);
+  uint64_t watcher0 = bare_sleeper_cpu_ns(&watcher);
   uint64_t cpu0 = process_cpu_ns();
   uint64_t t0 = device_sim_now_ns();
   sleep_ms(opt->idle_ms);
   uint64_t t1 = device_sim_now_ns();
   uint64_t cpu1 = process_cpu_ns();
-  uint64_t sleeper1 = sleeper.running ? pthread_cpu_ns(sleeper.thread) : 0;
-  uint64_t watcher1 = watcher.running ? pthread_cpu_ns(watcher.thread) : 0;
+  uint64_t sleeper1 = bare_sleeper_cpu_ns(&sleeper);
+  uint64_t watcher1 = bare_sleeper_cpu_ns(&watcher);
   listener_threads(&after);
   bare_sleeper_stop(&sleeper);
   bare_sleeper_stop(&watcher);
-  r->bare_sleeper_cpu_ms = sleeper.running ? (double)(sleeper1 - sleeper0) / 1e6 : NAN;
-  r->bare_watch_period_cpu_ms = watcher.running ? (double)(watcher1 - watcher0) / 1e6 : NAN;
+  r->bare_sleeper_cpu_ms = bare_sleeper_cpu_ms(&sleeper, sleeper0, sleeper1);
+  r->bare_watch_period_cpu_ms = bare_sleeper_cpu_ms(&watcher, watcher0, watcher1);
   add_buffer_counters(r->buffers, &r->counters);
   disable_buffers(r->buffers);
   uint64_t lcpu = listener_cpu_delta(&before, &after);

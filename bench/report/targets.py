@@ -40,19 +40,23 @@ def _ratio(out, idx, group, kind, w, b, pace, mine, ref, fig, op, threshold):
             f"{mine} {a[FIELD[fig]]:.4g}{unit}, {ref} {c[FIELD[fig]]:.4g}{unit}")
 
 
-def _idle_per_2s(run, mode):
+def _idle_per_2s(run, mode, field="listener_cpu_ms"):
+    """An idle-section figure of `mode` scaled to 2 s; None if not measured
+    (older runs have no `bare_watch_period_cpu_ms`)."""
     i = [x for x in run.get("idle", []) if x["mode"] == mode]
-    return i[0]["listener_cpu_ms"] * 2.0 / i[0]["seconds"] if i else None
+    v = i[0].get(field) if i else None
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return v * 2.0 / i[0]["seconds"]
 
 
 def _idle_control(run, mode):
     """What a bare thread's wake-ups at the lost-ring watch's period cost on
-    the same machine in the same window (older runs did not measure it)."""
-    i = [x for x in run.get("idle", []) if x["mode"] == mode]
-    v = i[0].get("bare_watch_period_cpu_ms") if i else None
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    the same machine in the same window."""
+    v = _idle_per_2s(run, mode, "bare_watch_period_cpu_ms")
+    if v is None:
         return "idle section"
-    return f"idle section; a bare thread that only sleeps in the watch's period costs {v * 2.0 / i[0]['seconds']:.2f} ms here"
+    return f"idle section; a bare thread that only sleeps in the watch's period costs {v:.2f} ms here"
 
 
 def compute(run):
