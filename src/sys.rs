@@ -1,6 +1,6 @@
 //! Thin, checked wrappers over the libc calls the library needs: the dynamic
-//! loader (dlopen/dlsym/dladdr, pinning our own object), raw writes, and the
-//! process hooks (pthread_atfork, atexit). Every `unsafe` libc call lives
+//! loader (dlopen/dlsym/dladdr, pinning our own object), raw writes, the
+//! monotonic clock, and the process hooks (pthread_atfork, atexit). Every `unsafe` libc call lives
 //! here, except the printf formatter's `snprintf` calls
 //! (`hostcall/services/printf/cfmt.rs`); the device-shared memory of hostcall buffers
 //! is touched only by `hostcall/protocol/device_words.rs`.
@@ -43,6 +43,19 @@ pub fn write_all(fd: libc::c_int, bytes: &[u8]) -> Written {
         break;
     }
     written
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds. The listener reads it per visit that
+/// finds work: one vDSO call, without `Instant`'s origin subtraction and
+/// checked `Duration` arithmetic on top.
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is writable storage for one timespec, and
+    // CLOCK_MONOTONIC exists on every Linux (it cannot fail with a valid
+    // pointer, so the result is not checked).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    (now.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(now.tv_nsec as u64)
 }
 
 thread_local! {

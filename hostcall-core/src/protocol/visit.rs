@@ -10,7 +10,7 @@ use super::kind::Protocol;
 use super::packet::Packet;
 use super::phase_bit::buffer::PhaseBuffer;
 use super::phase_bit::layout::DOORBELL_THROTTLE_NS;
-use super::phase_bit::serve::{has_pending, serve_phases, PhaseStats, ScanCell};
+use super::phase_bit::serve::{has_pending, serve_phases, PendingPhasePacket, PhaseStats, ScanCell};
 use super::poll::PollChannel;
 use crate::sync::Ordering;
 
@@ -145,8 +145,10 @@ impl Buffer {
     /// the only buffer: the swap then takes the line once, not twice). A push
     /// the peek misses is seen by the next visit. Phase-bit: no one word to
     /// peek at; its scan reads the phase words, which the device writes only
-    /// when it posts. `begin` runs once the visit goes ahead (after the peek);
-    /// `keep_going()` is asked between packets. None: the peek found nothing.
+    /// when it posts. `begin` runs once the visit goes ahead (classic: after
+    /// the peek; phase-bit: before the first packet served, so not at all
+    /// when none is pending); `keep_going()` is asked between packets. None:
+    /// the peek found nothing.
     ///
     /// Only from inside the buffer's gate (the buffer may be freed otherwise,
     /// and the phase-bit scan state has one user at a time).
@@ -179,10 +181,18 @@ impl Buffer {
                 })
             }
             Buffer::PhaseBit { buffer, scan } => {
-                begin();
+                // `begin` once the scan finds a packet to serve: a scan that
+                // finds none (most of a spinning listener's) costs no clock read.
+                let mut begin = Some(begin);
                 let mut limit = scan.get();
+                let serve = |packet: &mut PendingPhasePacket<'_>| {
+                    if let Some(begin) = begin.take() {
+                        begin();
+                    }
+                    server.serve(packet)
+                };
                 let PhaseStats { served, odd_phases, stopped } =
-                    serve_phases(buffer, &mut limit, |packet| server.serve(packet), keep_going);
+                    serve_phases(buffer, &mut limit, serve, keep_going);
                 scan.set(limit);
                 Some(VisitStats { served, stopped, findings: Findings::PhaseBit { odd_phases } })
             }
@@ -375,13 +385,13 @@ mod tests {
         let Buffer::PhaseBit { buffer: phase, scan } = &visited else { unreachable!() };
         let mut begun = 0;
         let empty = visited.visit(false, || begun += 1, ByLane(answer), || true).expect("no peek");
-        assert_eq!((empty.served, begun), (0, 1));
+        assert_eq!((empty.served, begun), (0, 0), "nothing pending: the visit never began");
         let index = phase_device::claim(phase, &occupied).unwrap();
         phase_device::fill(phase, index, 9, 1, &[[2u64; 8]; 64]);
         phase_device::publish(phase, index);
         assert!(visited.has_waiting_requests());
         let stats = visited.visit(false, || begun += 1, ByLane(answer), || true).unwrap();
-        assert_eq!((stats.served, stats.odd_phases(), stats.stopped), (1, 0, false));
+        assert_eq!((stats.served, stats.odd_phases(), stats.stopped, begun), (1, 0, false, 1));
         assert!(phase_device::is_answered(phase, index));
         assert_eq!(scan.get().limit, index.get() + 1, "the scan narrows to the busy packet");
     }

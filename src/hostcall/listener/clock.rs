@@ -2,8 +2,6 @@
 //! the classifier's and the visits' decisions are unit-tested with made-up
 //! clocks.
 
-use std::time::Instant;
-
 /// Nanoseconds on a monotonic clock.
 pub type Nanos = u64;
 
@@ -12,14 +10,29 @@ pub trait Clock {
     fn now(&self) -> Nanos;
 }
 
-/// The process-wide monotonic clock the listener uses.
+/// The monotonic clock the listener uses (`CLOCK_MONOTONIC`, from boot: no
+/// process-wide origin to make, so nothing a fork could find half made).
 #[derive(Clone, Copy, Default)]
 pub struct MonotonicClock;
 
 impl Clock for MonotonicClock {
+    #[inline]
     fn now(&self) -> Nanos {
-        // Lock-free (docs/process.md): a fork can never find it half made.
-        static ORIGIN: crate::race_once::RaceOnce<Instant> = crate::race_once::RaceOnce::new();
-        ORIGIN.get_or_make(Instant::now).elapsed().as_nanos() as Nanos
+        crate::sys::monotonic_ns()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_is_monotonic_and_counts_nanoseconds() {
+        let clock = MonotonicClock;
+        let first = clock.now();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let second = clock.now();
+        assert!(second >= first + 2_000_000, "a 2 ms sleep moved the clock {} ns", second - first);
+        assert!(clock.now() >= second);
     }
 }
