@@ -4,6 +4,9 @@
 
 #include <stdint.h>
 
+/* A wait's timeout when the caller gives 0. */
+#define DEFAULT_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
+
 /* One step of a wait loop: a short busy pause first, then yield. */
 void device_sim_wait_step(uint32_t iteration);
 /* Now plus timeout_ns (0: the default of 10 s), in device_sim_now_ns time. */

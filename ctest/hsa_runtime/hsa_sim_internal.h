@@ -40,6 +40,11 @@ SIM_HIDDEN void sim_lock(void);
 SIM_HIDDEN void sim_unlock(void);
 
 SIM_HIDDEN bool sim_initialized(void);
+
+/* hsa_init's reference count (hsa_sim_lifetime.c writes it, under the state
+ * lock); the release store that makes it non-zero publishes
+ * sim_active_config to readers that load it with acquire (sim_initialized). */
+SIM_HIDDEN extern _Atomic uint32_t sim_refcount;
 SIM_HIDDEN uint32_t sim_agent_count(void);
 
 /* Decodes an agent handle; false when invalid (or not initialized). */
