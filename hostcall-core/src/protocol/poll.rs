@@ -26,11 +26,6 @@ impl PollChannel {
         PollChannel { key, function, user_data, failure_logged: AtomicBool::new(false) }
     }
 
-    /// The key the channel was registered under.
-    pub fn key(&self) -> usize {
-        self.key
-    }
-
     /// Calls the poll once: whether it served something, and the outcome of
     /// a failure (< 0, taken as nothing served) when it is this
     /// registration's first, for the caller to log once. Only from inside
@@ -89,6 +84,5 @@ mod tests {
             "a failure serves nothing"
         );
         assert_eq!(channel.poll(), served(false), "the failure is reported once");
-        assert_eq!(channel.key(), 0x5000);
     }
 }
