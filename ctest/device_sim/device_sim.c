@@ -6,10 +6,7 @@
 #include "device_sim.h"
 #include "device_sim_internal.h"
 
-#include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 

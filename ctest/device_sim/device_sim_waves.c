@@ -8,7 +8,6 @@
 #include "device_sim_phase.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
