@@ -287,14 +287,23 @@ static void finish_device_result(result_t* r) {
   r->other_load_cores = (double)r->acc_other_ns / (double)r->acc_window_ns;
 }
 
-/* `rounds` alternating rounds (baseline, ours, baseline, ours, ...). */
-static void measure_device_pair(uint32_t rounds, uint32_t duration_ms, result_t* pair[MODE_COUNT]) {
+/* `rounds` alternating rounds (baseline, ours, baseline, ours, ...); with
+ * `wakeups`, each round ends with one round of each bare wake-up yardstick
+ * at the same pace, so that both see the same stretch of the host. */
+static void measure_device_pair(uint32_t rounds, uint32_t duration_ms, result_t* pair[MODE_COUNT],
+                                wakeup_t* wakeups, uint32_t pace_us) {
   for (uint32_t round = 0; round < rounds; ++round) {
     for (int m = 0; m < MODE_COUNT; ++m) {
       if (pair[m] == NULL || pair[m]->failed) continue;
       if (!run_device_round(pair[m], duration_ms)) pair[m]->failed = true;
     }
+    for (int k = 0; wakeups != NULL && k < WAKE_KINDS; ++k) {
+      if (!run_wakeup_round(k, pace_us, duration_ms, &wakeups[k])) {
+        fprintf(stderr, "hostcall_bench: wake-up yardstick %s failed\n", kWakeName[k]);
+      }
+    }
   }
+  if (wakeups != NULL) g_have_paced_wakeup = finish_wakeups(wakeups, "paced");
   for (int m = 0; m < MODE_COUNT; ++m) {
     if (pair[m] != NULL) finish_device_result(pair[m]);
   }
@@ -309,7 +318,12 @@ static int device_config(const options_t* opt, int kind, uint32_t w, uint32_t b,
   if (modes != NULL) memcpy(sub.modes, modes, sizeof(sub.modes));
   result_t* pair[MODE_COUNT];
   new_result_pair(&sub, kind, 20, w, b, pace, pair);
-  measure_device_pair(opt->rounds, kind == KIND_PACED ? opt->paced_ms : opt->device_ms, pair);
+  /* Paced 1000 us at one wave: the yardstick of the paced 1 ms target. */
+  wakeup_t* wakeups = kind == KIND_PACED && pace == 1000 && w == 1 && g_harness == HARNESS_FAITHFUL
+                          ? g_paced_wakeup
+                          : NULL;
+  measure_device_pair(opt->rounds, kind == KIND_PACED ? opt->paced_ms : opt->device_ms, pair, wakeups,
+                      pace);
   int failures = 0;
   for (int m = 0; m < MODE_COUNT; ++m) {
     if (pair[m] == NULL) continue;

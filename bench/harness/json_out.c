@@ -149,18 +149,26 @@ bool write_json(const options_t* opt, const char* path) {
     first = false;
   }
   fprintf(f, "\n  ],\n  \"wakeup\": [");
-  for (int k = 0; k < WAKE_KINDS && g_have_wakeup; ++k) {
-    const wakeup_t* w = &g_wakeup[k];
-    if (!w->ok) continue;
-    fprintf(f, "%s\n    {\"kind\": \"%s\", \"pace_us\": 1000, \"count\": %" PRIu64, k ? "," : "",
-            kWakeName[k], w->count);
-    json_field(f, "p50_us", w->p50_us);
-    json_field(f, "p99_us", w->p99_us);
-    fputs(", \"rounds\": {", f);
-    json_array(f, "p50_us", w->round_p50, w->rounds);
-    fputs(", ", f);
-    json_array(f, "p99_us", w->round_p99, w->rounds);
-    fputs("}}", f);
+  bool first_wake = true;
+  for (int paced = 0; paced < 2; ++paced) {
+    const wakeup_t* set = paced ? g_paced_wakeup : g_wakeup;
+    if (!(paced ? g_have_paced_wakeup : g_have_wakeup)) continue;
+    for (int k = 0; k < WAKE_KINDS; ++k) {
+      const wakeup_t* w = &set[k];
+      if (!w->ok) continue;
+      /* "with": measured in its own section, or in the rounds of paced
+       * 1000 us, W=1 (one round after each round of the listeners). */
+      fprintf(f, "%s\n    {\"kind\": \"%s\", \"with\": \"%s\", \"pace_us\": 1000, \"count\": %" PRIu64,
+              first_wake ? "" : ",", kWakeName[k], paced ? "paced" : "wakeup", w->count);
+      first_wake = false;
+      json_field(f, "p50_us", w->p50_us);
+      json_field(f, "p99_us", w->p99_us);
+      fputs(", \"rounds\": {", f);
+      json_array(f, "p50_us", w->round_p50, w->rounds);
+      fputs(", ", f);
+      json_array(f, "p99_us", w->round_p99, w->rounds);
+      fputs("}}", f);
+    }
   }
   fprintf(f, "\n  ],\n  \"lost_rings\": [");
   for (size_t i = 0; i < g_lost_count; ++i) {

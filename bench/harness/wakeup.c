@@ -18,6 +18,8 @@
 const char* const kWakeName[WAKE_KINDS] = {"futex", "runtime_wait"};
 wakeup_t g_wakeup[WAKE_KINDS];
 bool g_have_wakeup;
+wakeup_t g_paced_wakeup[WAKE_KINDS];
+bool g_have_paced_wakeup;
 
 typedef struct {
   int kind;
@@ -88,7 +90,7 @@ static void* wake_poster_main(void* arg) {
   return NULL;
 }
 
-static bool run_wakeup_round(int kind, uint32_t pace_us, uint32_t duration_ms, wakeup_t* out) {
+bool run_wakeup_round(int kind, uint32_t pace_us, uint32_t duration_ms, wakeup_t* out) {
   hsa_sim_set_wait_wake_delay_us(20);
   hsa_sim_set_periodic_recheck(false, 1000);
   wake_run_t* w = calloc(1, sizeof(*w));
@@ -129,6 +131,20 @@ static bool run_wakeup_round(int kind, uint32_t pace_us, uint32_t duration_ms, w
 }
 
 
+bool finish_wakeups(wakeup_t w[WAKE_KINDS], const char* where) {
+  bool any = false;
+  for (int k = 0; k < WAKE_KINDS; ++k) {
+    w[k].ok = w[k].rounds > 0;
+    if (!w[k].ok) continue;
+    any = true;
+    w[k].p50_us = median_of(w[k].round_p50, w[k].rounds);
+    w[k].p99_us = median_of(w[k].round_p99, w[k].rounds);
+    printf("wake-up %-6s %-13s p50 %8.1f us  p99 %8.1f us  (%llu wake-ups)\n", where, kWakeName[k],
+           w[k].p50_us, w[k].p99_us, (unsigned long long)w[k].count);
+  }
+  return any;
+}
+
 void run_wakeup_section(const options_t* opt) {
   for (uint32_t round = 0; round < opt->rounds; ++round) {
     for (int k = 0; k < WAKE_KINDS; ++k) {
@@ -137,14 +153,5 @@ void run_wakeup_section(const options_t* opt) {
       }
     }
   }
-  for (int k = 0; k < WAKE_KINDS; ++k) {
-    wakeup_t* w = &g_wakeup[k];
-    w->ok = w->rounds > 0;
-    if (!w->ok) continue;
-    g_have_wakeup = true;
-    w->p50_us = median_of(w->round_p50, w->rounds);
-    w->p99_us = median_of(w->round_p99, w->rounds);
-    printf("wake-up        %-13s p50 %8.1f us  p99 %8.1f us  (%llu wake-ups)\n", kWakeName[k],
-           w->p50_us, w->p99_us, (unsigned long long)w->count);
-  }
+  g_have_wakeup = finish_wakeups(g_wakeup, "alone");
 }

@@ -32,6 +32,11 @@ def check(run):
         for f in NEEDED:
             if not isinstance(r.get(f), (int, float)):
                 problems.append(f"{r['kind']} {r['mode']} W={r['waves']}: no {f}")
+    paced_1ms = any(r.get("kind") == "device_paced" and r.get("pace_us") == 1000 and r.get("waves") == 1
+                    and r.get("harness", "faithful") == "faithful" for r in run.get("results", []))
+    paired = [w for w in run.get("wakeup", []) if w.get("with") == "paced" and isinstance(w.get("p99_us"), (int, float))]
+    if paced_1ms and not any(w["kind"] == "futex" for w in paired):
+        problems.append("paced 1000 µs W=1 without the futex wake-up of its rounds")
     return problems
 
 

@@ -24,6 +24,13 @@ def result_key(r):
     return tuple(r.get(k, "faithful" if k == "harness" else None) for k in RESULT_KEY)
 
 
+def wakeup_key(w):
+    """A bare wake-up yardstick: its kind, and where it was measured (its own
+    section, or beside the rounds of paced 1000 µs; runs before that have
+    only the former)."""
+    return (w["kind"], w.get("with", "wakeup"))
+
+
 def join(parts):
     """One run from the section files of one run (same host), in order."""
     out = {"benchmark": "hostcall_bench", "sections": [], "machine": parts[0]["machine"],
@@ -72,7 +79,7 @@ def median(runs):
         out["idle"].append(m)
     out["wakeup"] = []
     for w in runs[0]["wakeup"]:
-        same = [x for run in runs for x in run["wakeup"] if x["kind"] == w["kind"]]
+        same = [x for run in runs for x in run["wakeup"] if wakeup_key(x) == wakeup_key(w)]
         m = dict(w)
         for f in ("p50_us", "p99_us"):
             m[f] = _median([x.get(f) for x in same])

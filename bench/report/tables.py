@@ -126,9 +126,11 @@ def quiet_sections(run):
     out = []
     wake = run.get("wakeup", [])
     if wake:
+        def where(w):
+            return " (in the rounds of paced 1000 µs, W=1)" if w.get("with") == "paced" else ""
         out += ["**Bare wake-up** (one post per 1000 µs, poster on the device's CPU, sleeper on the "
-                "listener's): " + "; ".join(f"{w['kind']} p50 {fmt(w['p50_us'])} µs, p99 {fmt(w['p99_us'])} µs"
-                                             for w in wake) + ".", ""]
+                "listener's): " + "; ".join(f"{w['kind']}{where(w)} p50 {fmt(w['p50_us'])} µs, "
+                                             f"p99 {fmt(w['p99_us'])} µs" for w in wake) + ".", ""]
     idle = run.get("idle", [])
     if idle:
         out += ["**Idle** (8 buffers, no traffic, listener CPU over 2 s): "

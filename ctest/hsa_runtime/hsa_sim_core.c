@@ -188,6 +188,10 @@ HSA_API void hsa_sim_clear_faults(void) {
 HSA_API uint64_t hsa_sim_call_count(const char* function) {
   int fn = sim_fn_lookup(function);
   if (fn < 0) return 0;
+  if (fn == SIM_FN_hsa_signal_load_scacquire || fn == SIM_FN_hsa_signal_load_relaxed) {
+    fprintf(stderr, "hsa_sim: hsa_sim_call_count: %s is not counted\n", function);
+    return HSA_SIM_NOT_COUNTED;
+  }
   /* relaxed: see sim_count_call. */
   return atomic_load_explicit(&g_calls[fn].calls, memory_order_relaxed);
 }

@@ -874,6 +874,13 @@ static void test_signals(void) {
   CHECK_STATUS(hsa_signal_create(7, 0, NULL, &sig), HSA_STATUS_SUCCESS);
   DROPIN_CHECK(sig.handle != 0);
   DROPIN_CHECK(hsa_signal_load_relaxed(sig) == 7 && hsa_signal_load_scacquire(sig) == 7);
+  /* Loads cost what ROCr's do: no count (asked, the count says so); the
+   * other signal operations are counted. */
+  DROPIN_CHECK(hsa_sim_call_count("hsa_signal_load_relaxed") == HSA_SIM_NOT_COUNTED);
+  DROPIN_CHECK(hsa_sim_call_count("hsa_signal_load_scacquire") == HSA_SIM_NOT_COUNTED);
+  uint64_t stores_before = hsa_sim_call_count("hsa_signal_store_relaxed");
+  hsa_signal_store_relaxed(sig, 7);
+  DROPIN_CHECK(hsa_sim_call_count("hsa_signal_store_relaxed") == stores_before + 1);
 
   sig_void_fn adds[] = {hsa_signal_add_scacq_screl, hsa_signal_add_scacquire,
                         hsa_signal_add_relaxed, hsa_signal_add_screlease};
