@@ -280,15 +280,14 @@ typedef struct {
   double p50_us, p99_us;
 } wakeup_t;
 extern wakeup_t g_wakeup[WAKE_KINDS];
-extern bool g_have_wakeup;
 /* The same yardsticks measured again in the rounds of paced 1000 us, W=1
  * (device_model.c), one round of each after every round of the listeners:
  * the paced 1 ms target compares ours with the wake-up measured beside it. */
 extern wakeup_t g_paced_wakeup[WAKE_KINDS];
-extern bool g_have_paced_wakeup;
 bool run_wakeup_round(int kind, uint32_t pace_us, uint32_t duration_ms, wakeup_t* out);
-/* Medians of the rounds; prints one line per kind; true if any kind has one. */
-bool finish_wakeups(wakeup_t w[WAKE_KINDS], const char* where);
+/* Medians of the rounds and `ok` (a kind without rounds is left out of the
+ * JSON); prints one line per kind that has rounds. */
+void finish_wakeups(wakeup_t w[WAKE_KINDS], const char* where);
 
 #define MAX_LOST 128
 typedef struct {

@@ -303,7 +303,7 @@ static void measure_device_pair(uint32_t rounds, uint32_t duration_ms, result_t*
       }
     }
   }
-  if (wakeups != NULL) g_have_paced_wakeup = finish_wakeups(wakeups, "paced");
+  if (wakeups != NULL) finish_wakeups(wakeups, "paced");
   for (int m = 0; m < MODE_COUNT; ++m) {
     if (pair[m] != NULL) finish_device_result(pair[m]);
   }

@@ -152,7 +152,6 @@ bool write_json(const options_t* opt, const char* path) {
   bool first_wake = true;
   for (int paced = 0; paced < 2; ++paced) {
     const wakeup_t* set = paced ? g_paced_wakeup : g_wakeup;
-    if (!(paced ? g_have_paced_wakeup : g_have_wakeup)) continue;
     for (int k = 0; k < WAKE_KINDS; ++k) {
       const wakeup_t* w = &set[k];
       if (!w->ok) continue;

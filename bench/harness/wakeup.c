@@ -17,9 +17,7 @@
  *    then a futex sleep, plus the modelled 20 us interrupt latency). */
 const char* const kWakeName[WAKE_KINDS] = {"futex", "runtime_wait"};
 wakeup_t g_wakeup[WAKE_KINDS];
-bool g_have_wakeup;
 wakeup_t g_paced_wakeup[WAKE_KINDS];
-bool g_have_paced_wakeup;
 
 typedef struct {
   int kind;
@@ -131,18 +129,15 @@ bool run_wakeup_round(int kind, uint32_t pace_us, uint32_t duration_ms, wakeup_t
 }
 
 
-bool finish_wakeups(wakeup_t w[WAKE_KINDS], const char* where) {
-  bool any = false;
+void finish_wakeups(wakeup_t w[WAKE_KINDS], const char* where) {
   for (int k = 0; k < WAKE_KINDS; ++k) {
     w[k].ok = w[k].rounds > 0;
     if (!w[k].ok) continue;
-    any = true;
     w[k].p50_us = median_of(w[k].round_p50, w[k].rounds);
     w[k].p99_us = median_of(w[k].round_p99, w[k].rounds);
     printf("wake-up %-6s %-13s p50 %8.1f us  p99 %8.1f us  (%llu wake-ups)\n", where, kWakeName[k],
            w[k].p50_us, w[k].p99_us, (unsigned long long)w[k].count);
   }
-  return any;
 }
 
 void run_wakeup_section(const options_t* opt) {
@@ -153,5 +148,5 @@ void run_wakeup_section(const options_t* opt) {
       }
     }
   }
-  g_have_wakeup = finish_wakeups(g_wakeup, "alone");
+  finish_wakeups(g_wakeup, "alone");
 }
