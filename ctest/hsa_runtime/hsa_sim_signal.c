@@ -443,9 +443,7 @@ HSA_API int64_t* hsa_sim_signal_value_ptr(hsa_signal_t signal) {
 
 /* ---- Loads and stores ------------------------------------------------------ */
 
-/* Loads are not counted (hsa_sim_call_count): ROCr's load is one plain
- * load, and a counter's locked add would cost a thread that polls a signal,
- * as a listener does, a full barrier on every look that ROCr's does not. */
+/* Not counted: see hsa_sim_call_count in hsa_sim.h. */
 #define SIM_LOAD_(order, mo)                                              \
   HSA_API hsa_signal_value_t hsa_signal_load_##order(hsa_signal_t signal) { \
     sim_signal_t* s = sim_signal_get(signal);                             \
