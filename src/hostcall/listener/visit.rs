@@ -519,7 +519,8 @@ mod tests {
 
     impl Clock for AnswerWatchingClock<'_> {
         fn now(&self) -> Nanos {
-            let answered = self.watched.iter().map(|&ptr| device::is_served(classic(self.entry), ptr)).collect();
+            let answered =
+                self.watched.iter().map(|&ptr| device::is_served(classic(self.entry), ptr)).collect();
             self.reads.borrow_mut().push(answered);
             self.now.set(self.now.get() + MS);
             self.now.get()
@@ -531,7 +532,12 @@ mod tests {
         // One packet: the visit's begin, then one read after its answer.
         let t = classic_entry(4);
         let one = post(&t.entry);
-        let clock = AnswerWatchingClock { now: Cell::new(0), entry: &t.entry, watched: vec![one], reads: Default::default() };
+        let clock = AnswerWatchingClock {
+            now: Cell::new(0),
+            entry: &t.entry,
+            watched: vec![one],
+            reads: Default::default(),
+        };
         let found = main_scan(&[Arc::clone(&t.entry)], false, &clock);
         assert_eq!(found.served, 1);
         assert_eq!(*clock.reads.borrow(), vec![vec![false], vec![true]], "begin, then after the answer");
@@ -541,8 +547,12 @@ mod tests {
         // Two packets (served oldest first): the first one's time is read
         // when the second is about to be served, the visit's end after both.
         let (older, newer) = (post(&t.entry), post(&t.entry));
-        let clock =
-            AnswerWatchingClock { now: Cell::new(0), entry: &t.entry, watched: vec![older, newer], reads: Default::default() };
+        let clock = AnswerWatchingClock {
+            now: Cell::new(0),
+            entry: &t.entry,
+            watched: vec![older, newer],
+            reads: Default::default(),
+        };
         assert_eq!(main_scan(&[Arc::clone(&t.entry)], false, &clock).served, 2);
         assert_eq!(*clock.reads.borrow(), vec![vec![false, false], vec![true, false], vec![true, true]]);
     }
