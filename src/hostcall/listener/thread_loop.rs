@@ -135,6 +135,12 @@ struct LoopState {
     rang: bool,
     /// The last wait was ended by the lost-ring watch (`lost_ring_watch`).
     kicked: bool,
+    /// When the last scan's last visit ended, if that scan found work: the
+    /// next visit, if the loop goes straight to it, starts then (a clock
+    /// read saved per scan while requests keep coming; `poll_doorbell`
+    /// renews the reading every `CLOCK_EVERY` looks and drops it after a
+    /// yield, so it is at most a few looks old).
+    last_work_end: Option<u64>,
     /// Polling after work (main listener, every post rings): the doorbell
     /// value read just before the last scan that found nothing. Until it
     /// moves there is nothing new to find (a wave rings after it posts), so
@@ -159,6 +165,7 @@ impl LoopState {
             idle: IdleTimeout::new(),
             rang: false,
             kicked: false,
+            last_work_end: None,
             idle_since_value: None,
         }
     }
@@ -209,6 +216,7 @@ pub(super) fn run_loop(
                 &clock,
             );
             helper.ensure(&found, &state.snapshot);
+            state.last_work_end = found.worked_at;
             let at = found.worked_at?;
             state.window.work_found(at, woke);
             state.looks = 0;
@@ -221,7 +229,7 @@ pub(super) fn run_loop(
         state.refresh(listener);
         // Polling the doorbell until it moves (its new value, read before the
         // scan below, is that scan's `before`), or the window ends: then block.
-        let (mut window_over, mut moved_to, mut last_now) = (false, None, None);
+        let (mut window_over, mut moved_to, mut last_now) = (false, None, state.last_work_end.take());
         if let Some(value) = state.idle_since_value.take() {
             if !state.woke {
                 moved_to = poll_doorbell(listener, &mut state, value, &clock, &mut last_now);

@@ -203,26 +203,46 @@ struct Visit {
 /// The services, counting for the buffer visited: every packet (service,
 /// active lanes), and the time of the first packet of the visit, as the
 /// counters' longest service call (one clock read per visit, none more per
-/// packet).
+/// packet). That packet's time is read once its answer is out: when the
+/// next packet is about to be served, or after the visit (`first_served`),
+/// so the clock read never delays an answer the wave is waiting for.
 struct Counting<'a, C: Clock> {
     services: &'a Services,
     counters: &'a BufferCounters,
     clock: &'a C,
     /// When the visit began (set by the visit's `begin`).
     start: &'a core::cell::Cell<u64>,
+    /// Packets this visit has handed to the services so far.
+    packets: &'a core::cell::Cell<u32>,
     first_done: &'a core::cell::Cell<Option<u64>>,
+}
+
+// Copies share every cell: `visit_entry` keeps one to finish the timing.
+impl<C: Clock> Clone for Counting<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C: Clock> Copy for Counting<'_, C> {}
+
+impl<C: Clock> Counting<'_, C> {
+    /// The first packet's answer is out (at `done`): its service call is over.
+    fn first_served(&self, done: u64) {
+        self.first_done.set(Some(done));
+        self.counters.service_took(done.saturating_sub(self.start.get()));
+    }
 }
 
 impl<C: Clock> PacketServer for Counting<'_, C> {
     fn serve<P: Packet>(&mut self, packet: &mut P) {
+        let packets = self.packets.get();
+        if packets == 1 {
+            self.first_served(self.clock.now());
+        }
+        self.packets.set(packets.saturating_add(1));
         self.counters.packet_served(packet.service(), packet.active_lane_count());
         let mut services = self.services;
         services.serve(packet);
-        if self.first_done.get().is_none() {
-            let done = self.clock.now();
-            self.first_done.set(Some(done));
-            self.counters.service_took(done.saturating_sub(self.start.get()));
-        }
     }
 }
 
@@ -274,15 +294,19 @@ fn visit_entry(
     };
     // Relaxed: a hint; the exit hook waits for the thread to leave.
     let keep_going = || !entry.gate.is_closed() && !EXITING.load(Ordering::Relaxed);
-    let first_done = core::cell::Cell::new(None);
+    let (packets, first_done) = (core::cell::Cell::new(0), core::cell::Cell::new(None));
     let server = Counting {
         services: crew.services,
         counters: &entry.counters,
         clock,
         start: &start,
+        packets: &packets,
         first_done: &first_done,
     };
     let stats = entry.buffer.visit(plan.expect_work, begin, server, keep_going)?;
+    if packets.get() == 1 {
+        server.first_served(clock.now());
+    }
     let first_done = first_done.get();
     let start = start.get();
     stats.report_findings(entry.key, |line| crate::log!(Level::Error, "{line}"));
@@ -467,7 +491,7 @@ mod tests {
     }
 
     /// One scan by the main listener that may hand off, unrung.
-    fn main_scan(snapshot: &[Arc<Entry>], unannounced: bool, clock: &FakeClock) -> ScanResult {
+    fn main_scan(snapshot: &[Arc<Entry>], unannounced: bool, clock: &impl Clock) -> ScanResult {
         let (watch, bell, services, hooks) =
             (HelperWatch::new(), HelperBell::new(), Services::new(), TestHooks::new());
         scan(crew(&watch, &bell, &services, &hooks), snapshot, ask(Role::Main, false, unannounced), clock)
@@ -482,6 +506,55 @@ mod tests {
         let found = main_scan(&[Arc::clone(&t.entry)], false, &clock);
         assert_eq!(found.served, 1, "the main listener serves it");
         assert!(!t.entry.class.on_helper(), "and keeps it");
+    }
+
+    /// A clock that notes, at every read, which of `watched` packets have
+    /// been answered, and moves 1 ms per read.
+    struct AnswerWatchingClock<'a> {
+        now: Cell<Nanos>,
+        entry: &'a Entry,
+        watched: Vec<u64>,
+        reads: core::cell::RefCell<Vec<Vec<bool>>>,
+    }
+
+    impl Clock for AnswerWatchingClock<'_> {
+        fn now(&self) -> Nanos {
+            let answered =
+                self.watched.iter().map(|&ptr| device::is_served(classic(self.entry), ptr)).collect();
+            self.reads.borrow_mut().push(answered);
+            self.now.set(self.now.get() + MS);
+            self.now.get()
+        }
+    }
+
+    #[test]
+    fn the_first_packet_is_timed_once_its_answer_is_out() {
+        // One packet: the visit's begin, then one read after its answer.
+        let t = classic_entry(4);
+        let one = post(&t.entry);
+        let clock = AnswerWatchingClock {
+            now: Cell::new(0),
+            entry: &t.entry,
+            watched: vec![one],
+            reads: Default::default(),
+        };
+        let found = main_scan(&[Arc::clone(&t.entry)], false, &clock);
+        assert_eq!(found.served, 1);
+        assert_eq!(*clock.reads.borrow(), vec![vec![false], vec![true]], "begin, then after the answer");
+        assert_eq!(found.worked_at, Some(2 * MS), "the visit ended with its one packet");
+        assert_eq!(t.entry.counters.read(Default::default()).longest_service_ns, MS);
+
+        // Two packets (served oldest first): the first one's time is read
+        // when the second is about to be served, the visit's end after both.
+        let (older, newer) = (post(&t.entry), post(&t.entry));
+        let clock = AnswerWatchingClock {
+            now: Cell::new(0),
+            entry: &t.entry,
+            watched: vec![older, newer],
+            reads: Default::default(),
+        };
+        assert_eq!(main_scan(&[Arc::clone(&t.entry)], false, &clock).served, 2);
+        assert_eq!(*clock.reads.borrow(), vec![vec![false, false], vec![true, false], vec![true, true]]);
     }
 
     #[test]
