@@ -9,6 +9,9 @@
 //!
 //! Pure like `pacing`: the caller passes the times (ns, any monotonic clock).
 //!
+//! * Only requests found one at a time count: a scan that serves several
+//!   (waves answered together, whose next requests spread over the gap)
+//!   ends the streak, so such waves keep waiting blocked.
 //! * A forecast is made only after `STEADY_STREAK` gaps in a row each within
 //!   an eighth of the estimated gap, and only for gaps between
 //!   `MIN_GAP_NS` (below it the poll window polls through the gap) and
@@ -77,9 +80,15 @@ impl PaceForecast {
         PaceForecast { last_ns: None, gap_ns: 0, deviation_ns: 0, streak: 0, unjudged: 0 }
     }
 
-    /// Work found at `now_ns`; `timer_late`: it was found late because the
-    /// thread's forecast sleep ended late.
-    pub fn work_found(&mut self, now_ns: u64, timer_late: bool) {
+    /// Work found at `now_ns`: `served` packets in one scan; `timer_late`:
+    /// it was found late because the thread's forecast sleep ended late.
+    pub fn work_found(&mut self, now_ns: u64, served: u32, timer_late: bool) {
+        if served > 1 {
+            // Not one request at a time.
+            self.last_ns = Some(now_ns);
+            self.streak = 0;
+            return;
+        }
         if timer_late {
             self.unjudged = 2;
         }
@@ -146,7 +155,7 @@ mod tests {
     fn feed(forecast: &mut PaceForecast, start: u64, gap: u64, count: u32) -> u64 {
         let mut now = start;
         for _ in 0..count {
-            forecast.work_found(now, false);
+            forecast.work_found(now, 1, false);
             now += gap;
         }
         now - gap
@@ -171,7 +180,7 @@ mod tests {
         let mut now = 0;
         for i in 0..40u64 {
             now += if i % 2 == 0 { 960 * US } else { 1_040 * US };
-            forecast.work_found(now, false);
+            forecast.work_found(now, 1, false);
         }
         let plan = forecast.plan(now).expect("within an eighth");
         let margin = plan.poll_until - now - forecast.gap_ns;
@@ -188,7 +197,7 @@ mod tests {
         let mut now = 0;
         for i in 0..40u64 {
             now += if i % 2 == 0 { 600 * US } else { 1_400 * US };
-            uneven.work_found(now, false);
+            uneven.work_found(now, 1, false);
         }
         assert_eq!(uneven.plan(now), None);
         // Sixteen waves answered together, then a millisecond.
@@ -196,7 +205,7 @@ mod tests {
         let mut now = 0;
         for i in 0..160u64 {
             now += if i % 16 == 0 { 1_000 * US } else { 2 * US };
-            bursty.work_found(now, false);
+            bursty.work_found(now, 1, false);
         }
         assert_eq!(bursty.plan(now), None);
         for gap in [MIN_GAP_NS - 1, MAX_GAP_NS + 1] {
@@ -207,6 +216,24 @@ mod tests {
         let mut at_the_bounds = PaceForecast::new();
         let last = feed(&mut at_the_bounds, 0, MIN_GAP_NS, 40);
         assert!(at_the_bounds.plan(last).is_some());
+    }
+
+    #[test]
+    fn requests_served_together_are_not_one_at_a_time() {
+        // Sixteen waves whose requests one scan serves together, once a
+        // millisecond: steady gaps between scans, but not one request each.
+        let mut forecast = PaceForecast::new();
+        let mut now = 0;
+        for _ in 0..40 {
+            now += 1_000 * US;
+            forecast.work_found(now, 16, false);
+        }
+        assert_eq!(forecast.plan(now), None);
+        // One of them alone breaks a streak of single requests.
+        let last = feed(&mut forecast, now + 1_000 * US, 1_000 * US, 20);
+        assert!(forecast.plan(last).is_some());
+        forecast.work_found(last + 1_000 * US, 2, false);
+        assert_eq!(forecast.plan(last + 1_000 * US), None);
     }
 
     #[test]
@@ -229,16 +256,16 @@ mod tests {
         // Found 400 µs late (the timer), then the next on the device's pace
         // from that answer, and the one after from the usual.
         now += 1_400 * US;
-        forecast.work_found(now, true);
+        forecast.work_found(now, 1, true);
         now += 1_000 * US;
-        forecast.work_found(now, false);
+        forecast.work_found(now, 1, false);
         let plan = forecast.plan(now).expect("still steady");
         assert_eq!(plan.poll_until, now + 1_000 * US + MARGIN_NS);
         // A device whose pace ignores the answers: late, then early.
         now += 1_400 * US;
-        forecast.work_found(now, true);
+        forecast.work_found(now, 1, true);
         now += 600 * US;
-        forecast.work_found(now, false);
+        forecast.work_found(now, 1, false);
         assert!(forecast.plan(now).is_some());
     }
 
@@ -246,7 +273,7 @@ mod tests {
     fn a_clock_that_goes_backwards_counts_as_an_uneven_gap() {
         let mut forecast = PaceForecast::new();
         let last = feed(&mut forecast, 10_000 * US, 1_000 * US, 20);
-        forecast.work_found(last - 5 * US, false);
+        forecast.work_found(last - 5 * US, 1, false);
         assert_eq!(forecast.plan(last), None);
     }
 }

@@ -235,7 +235,7 @@ pub(super) fn run_loop(
             state.last_work_end = found.worked_at;
             let at = found.worked_at?;
             state.window.work_found(at, woke);
-            state.forecast.work_found(at, state.timer_late);
+            state.forecast.work_found(at, found.served, state.timer_late);
             state.forecast_until = None;
             state.timer_late = false;
             state.looks = 0;
