@@ -7,6 +7,7 @@
 //! * `thread_loop` — a thread's poll-then-block loop.
 //! * `visit`       — one scan of the buffers, one visit of a buffer.
 //! * `pacing`      — when a thread polls, yields and blocks (pure, clock injected).
+//! * `forecast`    — when a steady pace lets a thread sleep until the next request (pure).
 //! * `classifier`  — which thread serves which buffer (pure, clock injected).
 //! * `clock`       — the monotonic clock the threads read, behind a trait.
 //! * `doorbell`    — the HSA signal and its blocked wait (all HSA calls).
@@ -21,6 +22,7 @@
 mod classifier;
 mod clock;
 mod doorbell;
+mod forecast;
 mod lost_ring_watch;
 mod pacing;
 mod shared;

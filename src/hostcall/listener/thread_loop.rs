@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 
 use super::classifier::Role;
 use super::clock::{Clock, MonotonicClock};
+use super::forecast::{PaceForecast, WOKE_LATE_NS};
 use super::pacing::{DoorbellQuiet, IdleTimeout, PollWindow, YieldPacer};
 use super::shared::{Entry, Listener};
 use super::visit::{scan, Crew, ScanAsk, ScanResult};
@@ -72,7 +73,7 @@ fn poll_doorbell(
             let changed = listener.published.generation_hint() != state.seen_generation;
             let now = clock.now();
             *last_now = Some(now);
-            if changed || !state.window.should_poll(now) || listener.should_stop() {
+            if changed || !state.keeps_polling(now) || listener.should_stop() {
                 return None;
             }
         }
@@ -116,6 +117,12 @@ struct LoopState {
     seen_generation: u64,
     /// When to keep polling after work.
     window: PollWindow,
+    /// The pace of requests found one at a time (main listener), and the
+    /// forecast being followed: poll until then for the forecast request.
+    /// `timer_late`: this forecast's sleep ended late (`WOKE_LATE_NS`).
+    forecast: PaceForecast,
+    forecast_until: Option<u64>,
+    timer_late: bool,
     /// The longest a buffer of this snapshot may post without ringing
     /// (`Buffer::unrung_post_window_ns`; 0: every post rings), and how long
     /// the doorbell has been still: see `DoorbellQuiet`.
@@ -157,6 +164,9 @@ impl LoopState {
             snapshot: Arc::from(Vec::new()),
             seen_generation: u64::MAX,
             window: PollWindow::new(),
+            forecast: PaceForecast::new(),
+            forecast_until: None,
+            timer_late: false,
             unrung_post_window_ns: 0,
             quiet: DoorbellQuiet::new(),
             looks: 0,
@@ -186,6 +196,12 @@ impl LoopState {
             self.snapshot.iter().map(|entry| entry.buffer.unrung_post_window_ns()).max().unwrap_or(0);
         // The doorbell value polled for belonged to the old buffers.
         self.idle_since_value = None;
+    }
+
+    /// Keep polling at `now`: inside the poll window after work, or for a
+    /// forecast request.
+    fn keeps_polling(&self, now: u64) -> bool {
+        self.window.should_poll(now) || self.forecast_until.is_some_and(|until| now < until)
     }
 
     /// Whether every post of this snapshot's buffers rings the doorbell.
@@ -219,6 +235,9 @@ pub(super) fn run_loop(
             state.last_work_end = found.worked_at;
             let at = found.worked_at?;
             state.window.work_found(at, woke);
+            state.forecast.work_found(at, found.served, state.timer_late);
+            state.forecast_until = None;
+            state.timer_late = false;
             state.looks = 0;
             Some(found.served)
         };
@@ -250,7 +269,7 @@ pub(super) fn run_loop(
                     state.idle_since_value = before;
                     continue;
                 }
-            } else if state.window.should_poll(clock.now()) {
+            } else if state.keeps_polling(clock.now()) {
                 state.idle_since_value = before;
                 if before.is_none() {
                     snooze(&mut state.looks, &mut state.yields, &clock);
@@ -304,6 +323,27 @@ pub(super) fn run_loop(
             // ring (the device throttles its rings): keep polling until the
             // doorbell has been still for longer than that.
             snooze(&mut state.looks, &mut state.yields, &clock);
+            continue;
+        }
+        if state.forecast_until.take().is_some() {
+            // The forecast request did not come in time.
+            state.forecast.missed();
+            state.timer_late = false;
+        }
+        if let Some(plan) = state.forecast.plan(clock.now()) {
+            // A steady pace: sleep on a timer until shortly before the next
+            // request, then poll for it (`forecast`); no ring can end this
+            // sleep, which lasts less than `forecast::MAX_GAP_NS`.
+            if let Some(wake_at) = plan.wake_at {
+                std::thread::sleep(std::time::Duration::from_nanos(wake_at.saturating_sub(clock.now())));
+                state.timer_late = clock.now() > wake_at.saturating_add(WOKE_LATE_NS);
+                if !state.timer_late && listener.doorbell_load() != observed {
+                    // Rung before the planned wake-up: earlier than forecast.
+                    state.forecast.missed();
+                }
+            }
+            state.forecast_until = Some(plan.poll_until);
+            state.idle_since_value = state.every_post_rings().then_some(observed);
             continue;
         }
         listener.lost_ring_watch.wait_begins(observed);
