@@ -161,6 +161,17 @@ mod tests {
         now - gap
     }
 
+    /// Feeds `count` finds whose gaps alternate between `first` and
+    /// `second`; returns the last find's time.
+    fn feed_alternating(forecast: &mut PaceForecast, first: u64, second: u64, count: u64) -> u64 {
+        let mut now = 0;
+        for i in 0..count {
+            now += if i % 2 == 0 { first } else { second };
+            forecast.work_found(now, 1, false);
+        }
+        now
+    }
+
     #[test]
     fn a_steady_millisecond_is_forecast_after_the_streak() {
         let mut forecast = PaceForecast::new();
@@ -177,11 +188,7 @@ mod tests {
     #[test]
     fn jitter_widens_the_margin() {
         let mut forecast = PaceForecast::new();
-        let mut now = 0;
-        for i in 0..40u64 {
-            now += if i % 2 == 0 { 960 * US } else { 1_040 * US };
-            forecast.work_found(now, 1, false);
-        }
+        let now = feed_alternating(&mut forecast, 960 * US, 1_040 * US, 40);
         let plan = forecast.plan(now).expect("within an eighth");
         let margin = plan.poll_until - now - forecast.gap_ns;
         assert!(
@@ -194,11 +201,7 @@ mod tests {
     #[test]
     fn uneven_bursty_fast_or_slow_paces_are_not_forecast() {
         let mut uneven = PaceForecast::new();
-        let mut now = 0;
-        for i in 0..40u64 {
-            now += if i % 2 == 0 { 600 * US } else { 1_400 * US };
-            uneven.work_found(now, 1, false);
-        }
+        let now = feed_alternating(&mut uneven, 600 * US, 1_400 * US, 40);
         assert_eq!(uneven.plan(now), None);
         // Sixteen waves answered together, then a millisecond.
         let mut bursty = PaceForecast::new();
