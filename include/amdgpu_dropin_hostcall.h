@@ -80,7 +80,7 @@
  * (docs/c-api-changes.md says what each version changed). Compare with
  * `amdgpu_dropin_hostcall_api_version()` at run time.
  */
-#define AMDGPU_DROPIN_HOSTCALL_API_VERSION 4
+#define AMDGPU_DROPIN_HOSTCALL_API_VERSION 5
 
 /**
  * Service id: call a host function (built in).
@@ -364,6 +364,22 @@ typedef struct amdgpu_dropin_hostcall_counters_t {
    * all of it).
    */
   uint64_t longest_service_ns;
+  /**
+   * Since version 5 (a caller of version 4 gives the smaller size and
+   * gets the fields above). Timed sleeps the listener took instead of a
+   * blocked wait, while requests came one at a time at a steady pace:
+   * it slept until shortly before the next one was due, then polled for
+   * it. The listener's, counted since this buffer was enabled.
+   */
+  uint64_t forecast_sleeps;
+  /**
+   * Times the lost-ring watch woke to look for a request whose ring never
+   * came (every few milliseconds while the listener runs: with the
+   * blocked waits and the forecast sleeps, every wake-up of the
+   * listener's threads that no request caused). The listener's, counted
+   * since this buffer was enabled.
+   */
+  uint64_t watch_looks;
 } amdgpu_dropin_hostcall_counters_t;
 
 #ifdef __cplusplus
@@ -606,15 +622,18 @@ amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_disable(void *buffer, con
 /**
  * Copies the counters of `buffer` (enabled in either protocol) into `*out`.
  * `out->size` must be set to `sizeof(amdgpu_dropin_hostcall_counters_t)`
- * (or more) first; the library sets it to the size it wrote.
+ * first; the library sets it to the size it wrote: the struct of the
+ * caller's version or of its own, the smaller (a caller built with the
+ * version 4 header gives that version's size and gets its fields only).
  *
  * Errors: `_ERROR_INVALID_ARGUMENT` (NULL or misaligned `out`, `out->size`
- * too small, NULL `buffer`; `*out` untouched), `_ERROR_NOT_ENABLED`.
+ * smaller than version 4's struct, NULL `buffer`; `*out` untouched),
+ * `_ERROR_NOT_ENABLED`.
  *
  * # Safety
  * `out`, if non-NULL and 8-aligned, must be valid for reads of its `size`
- * field and writes of `out->size` bytes (at least the struct). `buffer` is
- * only compared with the enabled buffers.
+ * field and writes of `out->size` bytes. `buffer` is only compared with the
+ * enabled buffers.
  */
 amdgpu_dropin_hostcall_status_t amdgpu_dropin_hostcall_get_counters(const void *buffer, struct amdgpu_dropin_hostcall_counters_t *out);
 

@@ -43,8 +43,8 @@ PLANTS = [
      ("| `docs` | the docs check", "| `documentation` | the docs check"), "lists a ctest label that no test has"),
     ("false test name", "docs/testing.md", "\n`suite.honesty` checks the suite.\n", "names a ctest that is not registered"),
     ("API version without its entry", "include/amdgpu_dropin_hostcall.h",
-     ("#define AMDGPU_DROPIN_HOSTCALL_API_VERSION 4", "#define AMDGPU_DROPIN_HOSTCALL_API_VERSION 5"),
-     "the header says 5"),
+     ("#define AMDGPU_DROPIN_HOSTCALL_API_VERSION 5", "#define AMDGPU_DROPIN_HOSTCALL_API_VERSION 6"),
+     "the header says 6"),
     ("false path in a header comment", "include/rochostcall.hpp", ("\n#pragma once", "\n// See src/hostcall/nowhere.rs.\n#pragma once"),
      "names a path that does not exist"),
 ]

@@ -141,6 +141,8 @@ typedef struct {
   bool have;
   uint64_t packets, lanes, rings_seen, lost_rings, blocked_waits, wait_timeouts, handoffs;
   uint64_t longest_service_ns;
+  /* Version 5 of the struct: the listener's other wake-ups. */
+  uint64_t forecast_sleeps, watch_looks;
 } lib_counters_t;
 
 typedef struct {

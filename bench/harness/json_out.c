@@ -48,9 +48,10 @@ static void json_counters(FILE* f, const lib_counters_t* c) {
   fprintf(f,
           ", \"counters\": {\"packets\": %" PRIu64 ", \"lanes\": %" PRIu64 ", \"doorbell_rings\": %" PRIu64
           ", \"lost_rings\": %" PRIu64 ", \"blocked_waits\": %" PRIu64 ", \"wait_timeouts\": %" PRIu64
-          ", \"helper_handoffs\": %" PRIu64 ", \"longest_service_ns\": %" PRIu64 "}",
+          ", \"helper_handoffs\": %" PRIu64 ", \"longest_service_ns\": %" PRIu64
+          ", \"forecast_sleeps\": %" PRIu64 ", \"watch_looks\": %" PRIu64 "}",
           c->packets, c->lanes, c->rings_seen, c->lost_rings, c->blocked_waits, c->wait_timeouts,
-          c->handoffs, c->longest_service_ns);
+          c->handoffs, c->longest_service_ns, c->forecast_sleeps, c->watch_looks);
 }
 
 static void json_section_names(FILE* f, uint32_t sections) {

@@ -193,6 +193,11 @@ static bool read_counters(void* buffer, lib_counters_t* sum, bool listener_too) 
     sum->rings_seen += c.doorbell_rings;
     sum->blocked_waits += c.blocked_waits;
     sum->wait_timeouts += c.wait_timeouts;
+    /* A library of version 4 writes a smaller struct and says so in size. */
+    if (c.size >= sizeof(c)) {
+      sum->forecast_sleeps += c.forecast_sleeps;
+      sum->watch_looks += c.watch_looks;
+    }
   }
   sum->lost_rings += c.lost_rings;
   sum->handoffs += c.helper_handoffs;

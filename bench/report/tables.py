@@ -105,20 +105,26 @@ def harness_table(run):
     return lines
 
 
+def count(counters, key):
+    """A count of version 5 of the counters (absent from older runs)."""
+    return f"{counters[key]:,}" if key in counters else "—"
+
+
 def counters_table(run):
     rows = [r for r in run["results"] if r.get("counters") and r["ok"]]
     if not rows:
         return []
     lines = ["| configuration | listener | packets | rings seen | lost rings | blocked waits (timed out) "
-             "| hand-offs | longest service µs |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| hand-offs | longest service µs | forecast sleeps | watch looks |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         c = r["counters"]
         harness = " (legacy harness)" if r.get("harness") == "legacy" else ""
         lines.append(f"| {label((r['kind'], r['waves'], r['buffers'], r['pace_us']))}{harness} | {r['mode']} "
                      f"| {c['packets']:,} | {c['doorbell_rings']:,} | {c['lost_rings']} "
                      f"| {c['blocked_waits']:,} ({c['wait_timeouts']:,}) | {c['helper_handoffs']} "
-                     f"| {fmt(c['longest_service_ns'] / 1e3)} |")
+                     f"| {fmt(c['longest_service_ns'] / 1e3)} | {count(c, 'forecast_sleeps')} "
+                     f"| {count(c, 'watch_looks')} |")
     return lines
 
 

@@ -3,6 +3,7 @@
  * coalesced doorbell rings. Cases that must observe the library's log run in
  * a fresh child process with AMD_LOG_LEVEL set and stderr captured. */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -430,25 +431,42 @@ static void test_idle_waits_grow(void) {
  * timed. */
 enum { FORECAST_RUN = 5, FORECAST_MAX_CALLS = 2000 };
 
+static amdgpu_dropin_hostcall_status_t get_counters(void* buffer, amdgpu_dropin_hostcall_counters_t* c);
+
 static void test_steady_pace_is_forecast(void) {
   hsa_sim_set_periodic_recheck(false, 0);
   void* buffer = hc_alloc_buffer(8);
   DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
   DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "warm-up call");
   uint32_t run = 0, calls = 0;
-  uint64_t waits_total = 0;
+  uint64_t waits_total = 0, run_sleeps = 0;
   while (run < FORECAST_RUN && calls < FORECAST_MAX_CALLS) {
+    amdgpu_dropin_hostcall_counters_t c0, c1;
+    DROPIN_REQUIRE(get_counters(buffer, &c0) == AMDGPU_DROPIN_HOSTCALL_OK);
     uint64_t before = hsa_sim_call_count("hsa_signal_wait_scacquire");
     hc_sleep_ms(2);
     DROPIN_REQUIRE_MSG(hc_call_ok(buffer, 1000 + calls) == 0, "paced call %u", calls);
     ++calls;
     uint64_t waits = hsa_sim_call_count("hsa_signal_wait_scacquire") - before;
+    DROPIN_REQUIRE(get_counters(buffer, &c1) == AMDGPU_DROPIN_HOSTCALL_OK);
     waits_total += waits;
-    run = waits == 0 ? run + 1 : 0;
+    if (waits == 0) {
+      ++run;
+      run_sleeps += c1.forecast_sleeps - c0.forecast_sleeps;
+    } else {
+      run = 0;
+      run_sleeps = 0;
+    }
   }
   DROPIN_CHECK_MSG(run >= FORECAST_RUN,
                    "no %d calls in a row without a blocked wait in %u calls 2 ms apart (%llu waits)",
                    FORECAST_RUN, calls, (unsigned long long)waits_total);
+  /* The counters tell the same: each call of the run came after a forecast
+   * sleep (the gap is far past the poll window). (The library counts a
+   * blocked wait when it ends, the runtime when it begins, so their waits
+   * are not compared call by call.) */
+  DROPIN_CHECK_MSG(run_sleeps >= FORECAST_RUN, "the run's counters: %llu forecast sleeps, want >= %d",
+                   (unsigned long long)run_sleeps, FORECAST_RUN);
   hc_disable_and_free(buffer);
   hsa_sim_set_periodic_recheck(true, 1000);
 }
@@ -479,6 +497,15 @@ static void test_counters(void) {
   DROPIN_CHECK(amdgpu_dropin_hostcall_get_counters(buffer, &c) ==
                AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
   DROPIN_CHECK_MSG(c.lost_rings == 0xABABABABABABABABull, "a refused call wrote *out");
+  /* A caller built with the version 4 header: its struct ends before
+   * forecast_sleeps, and only that much is written. */
+  memset(&c, 0xAB, sizeof(c));
+  c.size = (uint32_t)offsetof(amdgpu_dropin_hostcall_counters_t, forecast_sleeps);
+  DROPIN_CHECK(amdgpu_dropin_hostcall_get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_OK);
+  DROPIN_CHECK_MSG(c.size == offsetof(amdgpu_dropin_hostcall_counters_t, forecast_sleeps) &&
+                       c.lost_rings == 0 && c.forecast_sleeps == 0xABABABABABABABABull &&
+                       c.watch_looks == 0xABABABABABABABABull,
+                   "version 4 size: size %u, wrote past it", c.size);
 
   DROPIN_REQUIRE(get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_OK);
   DROPIN_CHECK(c.size == sizeof(c) && c.reserved == 0);
@@ -512,6 +539,9 @@ static void test_counters(void) {
   never_rung_call(buffer, 31, "never rung (counters)");
   DROPIN_REQUIRE(get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_OK);
   DROPIN_CHECK_MSG(c.lost_rings == 1, "lost rings %llu, want 1", (unsigned long long)c.lost_rings);
+  /* The watch (every 15 ms) or a wait's timeout (100 ms and more) served it:
+   * either way the watch has looked meanwhile. */
+  DROPIN_CHECK_MSG(c.watch_looks >= 1, "no look of the lost-ring watch counted");
   DROPIN_CHECK(c.packets[AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL] == calls + 2);
   DROPIN_CHECK(c.helper_handoffs == 0);
   disableHostcalls(buffer, NULL);

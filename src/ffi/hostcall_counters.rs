@@ -10,21 +10,24 @@ use core::ffi::c_void;
 use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t;
 use crate::ffi::hostcall_ext::amdgpu_dropin_hostcall_status_t as Status;
 use crate::ffi::panic::ffi_boundary;
-use crate::hostcall::counters::amdgpu_dropin_hostcall_counters_t;
+use crate::hostcall::counters::{amdgpu_dropin_hostcall_counters_t, COUNTERS_V4_SIZE};
 use crate::hostcall::{self};
 use crate::log::Level;
 
 /// Copies the counters of `buffer` (enabled in either protocol) into `*out`.
 /// `out->size` must be set to `sizeof(amdgpu_dropin_hostcall_counters_t)`
-/// (or more) first; the library sets it to the size it wrote.
+/// first; the library sets it to the size it wrote: the struct of the
+/// caller's version or of its own, the smaller (a caller built with the
+/// version 4 header gives that version's size and gets its fields only).
 ///
 /// Errors: `_ERROR_INVALID_ARGUMENT` (NULL or misaligned `out`, `out->size`
-/// too small, NULL `buffer`; `*out` untouched), `_ERROR_NOT_ENABLED`.
+/// smaller than version 4's struct, NULL `buffer`; `*out` untouched),
+/// `_ERROR_NOT_ENABLED`.
 ///
 /// # Safety
 /// `out`, if non-NULL and 8-aligned, must be valid for reads of its `size`
-/// field and writes of `out->size` bytes (at least the struct). `buffer` is
-/// only compared with the enabled buffers.
+/// field and writes of `out->size` bytes. `buffer` is only compared with the
+/// enabled buffers.
 #[no_mangle]
 pub unsafe extern "C" fn amdgpu_dropin_hostcall_get_counters(
     buffer: *const c_void,
@@ -43,18 +46,27 @@ pub unsafe extern "C" fn amdgpu_dropin_hostcall_get_counters(
         // SAFETY: non-NULL and aligned (checked); the caller's contract makes
         // the size field readable.
         let given = unsafe { core::ptr::addr_of!((*out).size).read() } as usize;
-        if given < size {
+        if given < COUNTERS_V4_SIZE {
             crate::log!(
                 Level::Warning,
-                "amdgpu_dropin_hostcall_get_counters: out->size is {given}, at least {size} needed"
+                "amdgpu_dropin_hostcall_get_counters: out->size is {given}, at least {COUNTERS_V4_SIZE} needed"
             );
             return Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT;
         }
         match hostcall::counters(buffer) {
-            Ok(counts) => {
+            Ok(mut counts) => {
+                let written = given.min(size);
+                counts.size = written as u32;
                 // SAFETY: the caller's contract: `out` is writable for
-                // `out->size` >= `size` bytes (checked).
-                unsafe { out.write(counts) };
+                // `out->size` >= `written` bytes; `counts` is a plain struct
+                // of at least `written` bytes, not overlapping the caller's.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        core::ptr::addr_of!(counts).cast::<u8>(),
+                        out.cast::<u8>(),
+                        written,
+                    )
+                };
                 Status::AMDGPU_DROPIN_HOSTCALL_OK
             }
             Err(error) => {
@@ -87,7 +99,11 @@ mod tests {
         let status = unsafe { amdgpu_dropin_hostcall_get_counters(buffer, &mut out) };
         assert_eq!(status, Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT);
         assert_eq!(out.lost_rings, 77);
-        out.size = core::mem::size_of::<amdgpu_dropin_hostcall_counters_t>() as u32;
+        out.size = COUNTERS_V4_SIZE as u32 - 8;
+        // SAFETY: as above.
+        let status = unsafe { amdgpu_dropin_hostcall_get_counters(buffer, &mut out) };
+        assert_eq!(status, Status::AMDGPU_DROPIN_HOSTCALL_ERROR_INVALID_ARGUMENT, "smaller than version 4's");
+        out.size = COUNTERS_V4_SIZE as u32;
         // SAFETY: as above.
         let status = unsafe { amdgpu_dropin_hostcall_get_counters(buffer, &mut out) };
         assert_eq!(status, Status::AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED);

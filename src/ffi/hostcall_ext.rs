@@ -24,7 +24,7 @@ use crate::log::Level;
 /// Version of this API: bumped when a function or type changes meaning
 /// (docs/c-api-changes.md says what each version changed). Compare with
 /// `amdgpu_dropin_hostcall_api_version()` at run time.
-pub const AMDGPU_DROPIN_HOSTCALL_API_VERSION: u32 = 4;
+pub const AMDGPU_DROPIN_HOSTCALL_API_VERSION: u32 = 5;
 
 /// Service id: call a host function (built in).
 pub const AMDGPU_DROPIN_HOSTCALL_SERVICE_FUNCTION_CALL: u32 = 1;

@@ -1,6 +1,8 @@
 //! What the listener did for each buffer, counted as it goes: packets and
 //! lanes served per service, doorbell rings seen, lost rings, blocked waits
-//! and their timeouts, hand-offs to the helper, and the longest service call
+//! and their timeouts, hand-offs to the helper, the longest service call,
+//! and the listener's other wake-ups: the pace forecast's timed sleeps and
+//! the lost-ring watch's looks
 //! (`amdgpu_dropin_hostcall_get_counters`, and one log line at
 //! `AMD_LOG_LEVEL` >= 3 when a buffer is disabled; docs/listener.md,
 //! "Counters").
@@ -9,9 +11,10 @@
 //! load and store (no locked instruction). A buffer's counters are written
 //! only by the thread visiting it, and visits of one buffer are serialized
 //! by its gate (the gate's acquire and release order one visitor's stores
-//! before the next one's loads); the listener-wide counters (rings, waits)
-//! are written by the main listener thread alone, and the lost-ring watch
-//! counts through the main listener. Readers (any thread) load them relaxed:
+//! before the next one's loads); the listener-wide counters (rings, waits,
+//! forecast sleeps) are written by the main listener thread alone, the
+//! watch's looks by the watch thread alone, and the lost rings the watch
+//! finds are counted by the main listener's scan. Readers (any thread) load them relaxed:
 //! a count read while it changes is the old or the new value, and counts
 //! are never compared with each other in the library.
 //!
@@ -20,6 +23,8 @@
 //! `include/amdgpu_dropin_hostcall.h`), so they are written out once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use core::mem::offset_of;
 
 /// Service slots of `amdgpu_dropin_hostcall_counters_t`: ids 0 to 6 each in
 /// their own, every other id in the last.
@@ -103,6 +108,8 @@ impl BufferCounters {
         out.lost_rings = self.lost_rings.load(Ordering::Relaxed);
         out.helper_handoffs = self.handoffs.load(Ordering::Relaxed);
         out.longest_service_ns = self.longest_service_ns.load(Ordering::Relaxed);
+        out.forecast_sleeps = listener.forecast_sleeps.wrapping_sub(self.listener_at_enable.forecast_sleeps);
+        out.watch_looks = listener.watch_looks.wrapping_sub(self.listener_at_enable.watch_looks);
         out
     }
 }
@@ -113,6 +120,9 @@ pub struct ListenerCounters {
     rings: AtomicU64,
     blocked_waits: AtomicU64,
     wait_timeouts: AtomicU64,
+    forecast_sleeps: AtomicU64,
+    /// Written by the lost-ring watch's thread (its only writer).
+    watch_looks: AtomicU64,
 }
 
 /// A copy of `ListenerCounters`.
@@ -121,6 +131,8 @@ pub struct ListenerSnapshot {
     pub rings: u64,
     pub blocked_waits: u64,
     pub wait_timeouts: u64,
+    pub forecast_sleeps: u64,
+    pub watch_looks: u64,
 }
 
 impl ListenerCounters {
@@ -139,11 +151,23 @@ impl ListenerCounters {
         }
     }
 
+    /// One timed sleep of the pace forecast, in place of a blocked wait.
+    pub fn forecast_sleep(&self) {
+        bump(&self.forecast_sleeps, 1);
+    }
+
+    /// The lost-ring watch woke and looked (watch thread only).
+    pub fn watch_looked(&self) {
+        bump(&self.watch_looks, 1);
+    }
+
     pub fn snapshot(&self) -> ListenerSnapshot {
         ListenerSnapshot {
             rings: self.rings.load(Ordering::Relaxed),
             blocked_waits: self.blocked_waits.load(Ordering::Relaxed),
             wait_timeouts: self.wait_timeouts.load(Ordering::Relaxed),
+            forecast_sleeps: self.forecast_sleeps.load(Ordering::Relaxed),
+            watch_looks: self.watch_looks.load(Ordering::Relaxed),
         }
     }
 }
@@ -188,7 +212,25 @@ pub struct amdgpu_dropin_hostcall_counters_t {
     /// first packet of every visit of the buffer; a visit of one packet is
     /// all of it).
     pub longest_service_ns: u64,
+    /// Since version 5 (a caller of version 4 gives the smaller size and
+    /// gets the fields above). Timed sleeps the listener took instead of a
+    /// blocked wait, while requests came one at a time at a steady pace:
+    /// it slept until shortly before the next one was due, then polled for
+    /// it. The listener's, counted since this buffer was enabled.
+    pub forecast_sleeps: u64,
+    /// Times the lost-ring watch woke to look for a request whose ring never
+    /// came (every few milliseconds while the listener runs: with the
+    /// blocked waits and the forecast sleeps, every wake-up of the
+    /// listener's threads that no request caused). The listener's, counted
+    /// since this buffer was enabled.
+    pub watch_looks: u64,
 }
+
+/// The size of `amdgpu_dropin_hostcall_counters_t` in API version 4, the
+/// first that had it: the least `size` a caller may give.
+pub const COUNTERS_V4_SIZE: usize = offset_of!(amdgpu_dropin_hostcall_counters_t, forecast_sleeps);
+static_assertions::const_assert_eq!(COUNTERS_V4_SIZE, 184);
+static_assertions::const_assert_eq!(core::mem::size_of::<amdgpu_dropin_hostcall_counters_t>(), 200);
 
 impl amdgpu_dropin_hostcall_counters_t {
     /// The one-line summary logged when the buffer is disabled.
@@ -205,14 +247,16 @@ impl amdgpu_dropin_hostcall_counters_t {
         format!(
             "{packets} packet(s), {lanes} lane(s) [by service, packets/lanes: {}]; {} doorbell change(s) \
              seen, {} lost ring(s), {} blocked wait(s) ({} timed out), {} hand-off(s) to the helper, \
-             longest service {} µs",
+             longest service {} µs, {} forecast sleep(s), {} look(s) of the lost-ring watch",
             if per_service.is_empty() { "none".to_string() } else { per_service.join(", ") },
             self.doorbell_rings,
             self.lost_rings,
             self.blocked_waits,
             self.wait_timeouts,
             self.helper_handoffs,
-            self.longest_service_ns / 1000
+            self.longest_service_ns / 1000,
+            self.forecast_sleeps,
+            self.watch_looks
         )
     }
 }
@@ -242,13 +286,21 @@ mod tests {
         let l = ListenerCounters::default();
         l.ring_seen();
         l.blocked_wait(true);
+        l.forecast_sleep();
+        l.watch_looked();
         let c = BufferCounters::new(l.snapshot());
         l.ring_seen();
         l.ring_seen();
         l.blocked_wait(false);
         l.blocked_wait(true);
+        l.forecast_sleep();
+        l.forecast_sleep();
+        l.forecast_sleep();
+        l.watch_looked();
         let out = c.read(l.snapshot());
         assert_eq!((out.doorbell_rings, out.blocked_waits, out.wait_timeouts), (2, 2, 1));
+        assert_eq!((out.forecast_sleeps, out.watch_looks), (3, 1));
+        assert!(out.summary().contains("3 forecast sleep(s), 1 look(s) of the lost-ring watch"));
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub fn run(listener: &Arc<Listener>) {
     *watch.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::thread::current());
     while !watch.stopping() && !listener.should_stop() {
         std::thread::park_timeout(WATCH_PERIOD);
+        listener.counters.watch_looked();
         let Some((wait, observed)) = watch.blocked() else {
             continue;
         };
@@ -140,6 +141,7 @@ pub fn run(listener: &Arc<Listener>) {
             continue;
         }
         std::thread::park_timeout(CONFIRM_AFTER);
+        listener.counters.watch_looked();
         if watch.stopping() || listener.should_stop() || watch.blocked() != Some((wait, observed)) {
             continue;
         }

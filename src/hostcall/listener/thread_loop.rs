@@ -335,6 +335,7 @@ pub(super) fn run_loop(
             // request, then poll for it (`forecast`); no ring can end this
             // sleep, which lasts less than `forecast::MAX_GAP_NS`.
             if let Some(wake_at) = plan.wake_at {
+                listener.counters.forecast_sleep();
                 std::thread::sleep(std::time::Duration::from_nanos(wake_at.saturating_sub(clock.now())));
                 state.timer_late = clock.now() > wake_at.saturating_add(WOKE_LATE_NS);
                 if !state.timer_late && listener.doorbell_load() != observed {
