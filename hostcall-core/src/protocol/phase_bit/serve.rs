@@ -7,6 +7,10 @@
 //! Look at packets `[0, limit)`; a packet whose device phase differs from its
 //! host phase holds a request: read its header and the active lanes' words,
 //! run the service, write the words back, and make the phases equal again.
+//! The phases are peeked `PEEK_CHUNK` packets at a time in a loop that only
+//! loads and compares (its loads do not wait on each other, and no service
+//! state is live across them), then that chunk's requests are served; a
+//! request posted into a chunk already peeked is found by the next visit.
 //! `limit` narrows to one past the highest packet that held a request, so a
 //! busy buffer with few waves costs few reads per visit; it widens to the
 //! whole buffer when a narrowed visit finds nothing.
@@ -140,6 +144,11 @@ where
     stats
 }
 
+/// Packets looked at by one pass of the peek loop in `serve_range`: the
+/// phases of a chunk are peeked in a tight loop first (loads and compares
+/// only), then its pending packets are served.
+const PEEK_CHUNK: u32 = 64;
+
 /// Serves the pending packets in `[start, end)`; returns the highest one served.
 fn serve_range<S, K>(
     buffer: &PhaseBuffer,
@@ -153,31 +162,39 @@ where
     S: FnMut(&mut PendingPhasePacket<'_>),
     K: FnMut() -> bool,
 {
+    let end = end.min(buffer.packets());
     let mut highest = None;
-    for i in start..end {
-        let Some(index) = buffer.index(i) else { break };
-        // Relaxed: a peek; the acquire load below orders what follows.
-        let device = buffer.device_phase(index).load(Ordering::Relaxed);
-        // Relaxed: only the host writes the host phase.
-        let host = buffer.host_phase(index).load(Ordering::Relaxed);
-        if device == host {
-            continue;
+    let mut chunk_start = start;
+    while chunk_start < end {
+        let chunk_end = end.min(chunk_start.saturating_add(PEEK_CHUNK));
+        let mut pending = 0u64;
+        for i in chunk_start..chunk_end {
+            let Some(index) = buffer.index(i) else { break };
+            if phases_differ(buffer, index) {
+                pending |= 1 << (i - chunk_start);
+            }
         }
-        if stats.served > 0 && !keep_going() {
-            stats.stopped = true;
-            break;
+        while pending != 0 {
+            let i = chunk_start + pending.trailing_zeros();
+            pending &= pending - 1;
+            let Some(index) = buffer.index(i) else { break };
+            if stats.served > 0 && !keep_going() {
+                stats.stopped = true;
+                return highest;
+            }
+            // Acquire: pairs with the wave's release store of its device phase
+            // (see "Memory ordering"). A second load rather than a fence after the
+            // relaxed peek: the same ordering, paid only for a busy packet, and
+            // one ThreadSanitizer can see (it does not model fences).
+            let device = buffer.device_phase(index).load(Ordering::Acquire);
+            serve_packet(buffer, index, device, serve);
+            stats.served += 1;
+            if device > 1 {
+                stats.odd_phases += 1;
+            }
+            highest = Some(i);
         }
-        // Acquire: pairs with the wave's release store of its device phase
-        // (see "Memory ordering"). A second load rather than a fence after the
-        // relaxed peek: the same ordering, paid only for a busy packet, and
-        // one ThreadSanitizer can see (it does not model fences).
-        let device = buffer.device_phase(index).load(Ordering::Acquire);
-        serve_packet(buffer, index, device, serve);
-        stats.served += 1;
-        if device > 1 {
-            stats.odd_phases += 1;
-        }
-        highest = Some(i);
+        chunk_start = chunk_end;
     }
     highest
 }
@@ -402,6 +419,52 @@ mod tests {
             assert!(visits <= FULL_SCAN_EVERY + 1, "starved for {visits} visits");
         }
         assert_eq!(visits, FULL_SCAN_EVERY + 1);
+    }
+
+    #[test]
+    fn one_visit_serves_every_peek_chunk() {
+        let n = 2 * PEEK_CHUNK + 2;
+        let f = fixture(n);
+        let mut scan = ScanLimit::full(n);
+        let wanted = [0, PEEK_CHUNK - 1, PEEK_CHUNK, 2 * PEEK_CHUNK + 1];
+        for &i in &wanted {
+            let index = f.buffer.index(i).unwrap();
+            device::fill(&f.buffer, index, 7, 1, &[[u64::from(i), 0, 0, 0, 0, 0, 0, 0]]);
+            device::publish(&f.buffer, index);
+        }
+        assert_eq!(serve_phases(&f.buffer, &mut scan, add_100, || true).served, wanted.len() as u32);
+        for &i in &wanted {
+            assert_eq!(device::read_answer(&f.buffer, f.buffer.index(i).unwrap(), 0)[0], u64::from(i) + 100);
+        }
+        assert_eq!(scan, ScanLimit { limit: 2 * PEEK_CHUNK + 2, narrowed_visits: 0 });
+    }
+
+    #[test]
+    fn a_request_posted_into_a_peeked_chunk_waits_for_the_next_visit() {
+        let f = fixture(4);
+        let mut scan = ScanLimit::full(4);
+        post(&f, 1);
+        let late = f.buffer.index(3).unwrap();
+        let mut served = Vec::new();
+        let stats = serve_phases(
+            &f.buffer,
+            &mut scan,
+            |packet| {
+                served.push(packet.service());
+                add_100(packet);
+                // Posted while the chunk's pending packets are served: its
+                // phases were peeked already.
+                if served.len() == 1 {
+                    device::fill(&f.buffer, late, 9, 1, &[[2, 0, 0, 0, 0, 0, 0, 0]]);
+                    device::publish(&f.buffer, late);
+                }
+            },
+            || true,
+        );
+        assert_eq!(stats.served, 1);
+        assert_eq!(pending(&f.buffer), 1);
+        assert_eq!(serve_phases(&f.buffer, &mut scan, add_100, || true).served, 1);
+        assert_eq!(device::read_answer(&f.buffer, late, 0)[..2], [102, 9]);
     }
 
     #[test]
