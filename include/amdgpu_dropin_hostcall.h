@@ -315,8 +315,9 @@ typedef int32_t (*amdgpu_dropin_hostcall_poll_fn)(void *user_data, void *key);
 typedef struct amdgpu_dropin_hostcall_counters_t {
   /**
    * Set by the caller to `sizeof(amdgpu_dropin_hostcall_counters_t)`
-   * before the call; a larger value (a later version of this struct) is
-   * accepted and the part this version knows is filled in.
+   * before the call. A larger value (a later version of this struct) gets
+   * the part this version knows; version 4's smaller struct gets its own
+   * fields. The library sets it to the size it wrote.
    */
   uint32_t size;
   /**

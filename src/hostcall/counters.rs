@@ -182,8 +182,9 @@ impl ListenerCounters {
 #[allow(non_camel_case_types)]
 pub struct amdgpu_dropin_hostcall_counters_t {
     /// Set by the caller to `sizeof(amdgpu_dropin_hostcall_counters_t)`
-    /// before the call; a larger value (a later version of this struct) is
-    /// accepted and the part this version knows is filled in.
+    /// before the call. A larger value (a later version of this struct) gets
+    /// the part this version knows; version 4's smaller struct gets its own
+    /// fields. The library sets it to the size it wrote.
     pub size: u32,
     /// Zero.
     pub reserved: u32,
