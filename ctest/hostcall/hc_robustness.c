@@ -417,60 +417,6 @@ static void test_idle_waits_grow(void) {
   hsa_sim_set_periodic_recheck(true, 1000);
 }
 
-/* ---- a steady pace is forecast --------------------------------------------- */
-
-/* Calls one at a time, 2 ms apart (too far apart to poll through): once the
- * pace is steady the listener sleeps on a timer until shortly before each
- * call and polls for it, so a call costs no blocked doorbell wait. Without
- * the forecast every call costs at least one (the gap is past the poll
- * window), so no two calls in a row go without. A loaded host (other tests,
- * a sanitizer's slowdown) may keep the pace unsteady for a while, and the
- * listener then waits blocked, as it should: the claim is a run of
- * FORECAST_RUN calls in a row without a blocked wait, within a bounded
- * number of calls. Counted through the runtime's own call count, never
- * timed. */
-enum { FORECAST_RUN = 5, FORECAST_MAX_CALLS = 2000 };
-
-static amdgpu_dropin_hostcall_status_t get_counters(void* buffer, amdgpu_dropin_hostcall_counters_t* c);
-
-static void test_steady_pace_is_forecast(void) {
-  hsa_sim_set_periodic_recheck(false, 0);
-  void* buffer = hc_alloc_buffer(8);
-  DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
-  DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "warm-up call");
-  uint32_t run = 0, calls = 0;
-  uint64_t waits_total = 0, run_sleeps = 0;
-  while (run < FORECAST_RUN && calls < FORECAST_MAX_CALLS) {
-    amdgpu_dropin_hostcall_counters_t c0, c1;
-    DROPIN_REQUIRE(get_counters(buffer, &c0) == AMDGPU_DROPIN_HOSTCALL_OK);
-    uint64_t before = hsa_sim_call_count("hsa_signal_wait_scacquire");
-    hc_sleep_ms(2);
-    DROPIN_REQUIRE_MSG(hc_call_ok(buffer, 1000 + calls) == 0, "paced call %u", calls);
-    ++calls;
-    uint64_t waits = hsa_sim_call_count("hsa_signal_wait_scacquire") - before;
-    DROPIN_REQUIRE(get_counters(buffer, &c1) == AMDGPU_DROPIN_HOSTCALL_OK);
-    waits_total += waits;
-    if (waits == 0) {
-      ++run;
-      run_sleeps += c1.forecast_sleeps - c0.forecast_sleeps;
-    } else {
-      run = 0;
-      run_sleeps = 0;
-    }
-  }
-  DROPIN_CHECK_MSG(run >= FORECAST_RUN,
-                   "no %d calls in a row without a blocked wait in %u calls 2 ms apart (%llu waits)",
-                   FORECAST_RUN, calls, (unsigned long long)waits_total);
-  /* The counters tell the same: each call of the run came after a forecast
-   * sleep (the gap is far past the poll window). (The library counts a
-   * blocked wait when it ends, the runtime when it begins, so their waits
-   * are not compared call by call.) */
-  DROPIN_CHECK_MSG(run_sleeps >= FORECAST_RUN, "the run's counters: %llu forecast sleeps, want >= %d",
-                   (unsigned long long)run_sleeps, FORECAST_RUN);
-  hc_disable_and_free(buffer);
-  hsa_sim_set_periodic_recheck(true, 1000);
-}
-
 /* ---- the buffer's counters ------------------------------------------------ */
 
 static amdgpu_dropin_hostcall_status_t get_counters(void* buffer, amdgpu_dropin_hostcall_counters_t* c) {
@@ -547,6 +493,58 @@ static void test_counters(void) {
   disableHostcalls(buffer, NULL);
   DROPIN_CHECK(get_counters(buffer, &c) == AMDGPU_DROPIN_HOSTCALL_ERROR_NOT_ENABLED);
   hc_free_buffer(buffer);
+  hsa_sim_set_periodic_recheck(true, 1000);
+}
+
+/* ---- a steady pace is forecast --------------------------------------------- */
+
+/* Calls one at a time, 2 ms apart (too far apart to poll through): once the
+ * pace is steady the listener sleeps on a timer until shortly before each
+ * call and polls for it, so a call costs no blocked doorbell wait. Without
+ * the forecast every call costs at least one (the gap is past the poll
+ * window), so no two calls in a row go without. A loaded host (other tests,
+ * a sanitizer's slowdown) may keep the pace unsteady for a while, and the
+ * listener then waits blocked, as it should: the claim is a run of
+ * FORECAST_RUN calls in a row, within a bounded number of calls, each met
+ * by a forecast sleep and by no blocked wait. A blocked wait is seen by
+ * two counts: the runtime's own call count (taken when a wait begins) and
+ * the library's `blocked_waits` (taken when one ends), so a wait that
+ * begins before one call's counts are read and ends in the next call is
+ * held against that next call too. The sleeps are the library's
+ * `forecast_sleeps`. Counted, never timed. */
+enum { FORECAST_RUN = 5, FORECAST_MAX_CALLS = 2000 };
+
+static void test_steady_pace_is_forecast(void) {
+  hsa_sim_set_periodic_recheck(false, 0);
+  void* buffer = hc_alloc_buffer(8);
+  DROPIN_REQUIRE_MSG(enableHostcalls(buffer, 8, NULL), "enable");
+  DROPIN_CHECK_MSG(hc_call_ok(buffer, 1) == 0, "warm-up call");
+  uint32_t run = 0, calls = 0;
+  uint64_t waits_total = 0, sleeps_total = 0;
+  /* Each call's counts run from the end of the call before it. */
+  amdgpu_dropin_hostcall_counters_t before, after;
+  DROPIN_REQUIRE(get_counters(buffer, &before) == AMDGPU_DROPIN_HOSTCALL_OK);
+  uint64_t waits_before = hsa_sim_call_count("hsa_signal_wait_scacquire");
+  while (run < FORECAST_RUN && calls < FORECAST_MAX_CALLS) {
+    hc_sleep_ms(2);
+    DROPIN_REQUIRE_MSG(hc_call_ok(buffer, 1000 + calls) == 0, "paced call %u", calls);
+    ++calls;
+    uint64_t waits_after = hsa_sim_call_count("hsa_signal_wait_scacquire");
+    DROPIN_REQUIRE(get_counters(buffer, &after) == AMDGPU_DROPIN_HOSTCALL_OK);
+    uint64_t waits = waits_after - waits_before;
+    uint64_t counted_waits = after.blocked_waits - before.blocked_waits;
+    uint64_t sleeps = after.forecast_sleeps - before.forecast_sleeps;
+    waits_total += waits;
+    sleeps_total += sleeps;
+    run = waits == 0 && counted_waits == 0 && sleeps >= 1 ? run + 1 : 0;
+    before = after;
+    waits_before = waits_after;
+  }
+  DROPIN_CHECK_MSG(run >= FORECAST_RUN,
+                   "no %d calls in a row met by a forecast sleep and no blocked wait in %u calls 2 ms apart "
+                   "(%llu waits, %llu forecast sleeps)",
+                   FORECAST_RUN, calls, (unsigned long long)waits_total, (unsigned long long)sleeps_total);
+  hc_disable_and_free(buffer);
   hsa_sim_set_periodic_recheck(true, 1000);
 }
 
